@@ -1,0 +1,130 @@
+"""List then watch one kind of object and keep a local copy, as a client-go informer does.
+
+The agent, the controller and the simulator all follow the API this way: a watch resumes
+from the last resourceVersion it saw after a dropped connection or a server-side timeout,
+and a `410 Gone` (history too old) triggers a relist whose differences against the local
+copy are delivered as ordinary events, so a handler never misses a deletion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+import aiohttp
+from kubernetes_asyncio import watch
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from akri.backoff import Backoff
+
+log = logging.getLogger(__name__)
+
+EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+Object = dict[str, Any]
+Key = tuple[str, str]  # (namespace or "", name)
+Handler = Callable[[EventType, Object], Awaitable[None]]
+ListFunction = Callable[..., Awaitable[Any]]  # a kubernetes-asyncio list_* method, args bound
+
+HTTP_GONE = 410
+
+
+def object_key(obj: Object) -> Key:
+    metadata = obj["metadata"]
+    return metadata.get("namespace", ""), metadata["name"]
+
+
+class Reflector:
+    """Keeps `objects` equal to the server's view and calls `handler` for every change.
+
+    `list_function` is a kubernetes-asyncio list method with its positional arguments bound
+    (e.g. `functools.partial(custom.list_cluster_custom_object, "akri.sh", "v0", "instances")`);
+    selectors go in `list_options`. Handlers run one at a time, in the order of the events.
+    """
+
+    def __init__(
+        self,
+        list_function: ListFunction,
+        handler: Handler | None = None,
+        *,
+        watch_timeout_s: int = 300,
+        backoff: Backoff | None = None,
+        **list_options: str,
+    ) -> None:
+        self.objects: dict[Key, Object] = {}
+        self.synced = asyncio.Event()
+        self._list = list_function
+        self._handler = handler
+        self._watch_timeout_s = watch_timeout_s
+        self._backoff = backoff or Backoff()
+        self._options = list_options
+
+    async def run(self) -> None:
+        """Follow the API until cancelled; errors are logged and retried with backoff."""
+        resource_version: str | None = None
+        while True:
+            try:
+                if resource_version is None:
+                    resource_version = await self._relist()
+                resource_version = await self._watch(resource_version)
+                self._backoff.reset()
+            except ApiException as error:
+                if error.status == HTTP_GONE:
+                    log.info("watch history expired, relisting: %s", error.reason)
+                    resource_version = None
+                    continue
+                await self._pause(f"API error {error.status} {error.reason}")
+            except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as error:
+                await self._pause(f"{type(error).__name__}: {error}")
+
+    async def _pause(self, reason: str) -> None:
+        delay = self._backoff.next_delay()
+        log.warning("list/watch failed (%s); retrying in %.1fs", reason, delay)
+        await asyncio.sleep(delay)
+
+    async def _relist(self) -> str:
+        response = await self._list(_preload_content=False, **self._options)
+        body = json.loads(await response.read())
+        fresh = {object_key(obj): obj for obj in body.get("items", [])}
+        for key in self.objects.keys() - fresh.keys():
+            await self._apply("DELETED", self.objects[key])
+        for key, obj in fresh.items():
+            known = self.objects.get(key)
+            if known is None:
+                await self._apply("ADDED", obj)
+            elif known["metadata"].get("resourceVersion") != obj["metadata"].get("resourceVersion"):
+                await self._apply("MODIFIED", obj)
+        self.synced.set()
+        resource_version: str = body["metadata"]["resourceVersion"]
+        return resource_version
+
+    async def _watch(self, resource_version: str) -> str:
+        """Stream events until the server ends the watch; returns where to resume."""
+        async with watch.Watch(return_type="object") as stream:
+            async for event in stream.stream(
+                self._list,
+                resource_version=resource_version,
+                timeout_seconds=self._watch_timeout_s,
+                allow_watch_bookmarks=True,
+                **self._options,
+            ):
+                kind = event["type"]
+                if kind in ("ADDED", "MODIFIED", "DELETED"):
+                    await self._apply(kind, event["raw_object"])
+                self._backoff.reset()
+            return stream.resource_version or resource_version
+
+    async def _apply(self, kind: EventType, obj: Object) -> None:
+        key = object_key(obj)
+        if kind == "DELETED":
+            self.objects.pop(key, None)
+        else:
+            self.objects[key] = obj
+        if self._handler is None:
+            return
+        try:
+            await self._handler(kind, obj)
+        except Exception:  # one bad object or handler bug must not stop the watch for all
+            log.exception("handler failed on %s %s/%s", kind, *key)

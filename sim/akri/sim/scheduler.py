@@ -1,0 +1,129 @@
+"""The simulator's scheduler: binds Pending Pods to nodes through the `pods/binding` API.
+
+It follows Pods and Nodes with reflectors and runs a scheduling pass whenever either changes
+(a node's device capacity appears, a pod ends), never on a timer. Pods it has bound but not yet
+seen bound are remembered ("assumed"), as the real scheduler does, so two Pods are never placed
+on the last free device of a node in one pass. A Pod that fits nowhere stays Pending with a
+`FailedScheduling` event, written again only when the reason changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from typing import cast
+
+import aiohttp
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from akri.kube.events import record_event
+from akri.kube.reflector import Object, Reflector
+from akri.sim import scheduling
+
+log = logging.getLogger(__name__)
+
+SCHEDULER_NAME = "default-scheduler"
+
+
+class Scheduler:
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self._core = client.CoreV1Api(api_client)
+        self._wake = asyncio.Event()
+        self._pods = Reflector(self._core.list_pod_for_all_namespaces, self._changed)
+        self._nodes = Reflector(self._core.list_node, self._changed)
+        self._assumed: dict[str, str] = {}  # pod uid -> node, until the watch shows the bind
+        self._reported: dict[str, str] = {}  # pod uid -> last FailedScheduling message
+
+    async def run(self) -> None:
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(self._pods.run())
+            tasks.create_task(self._nodes.run())
+            await self._pods.synced.wait()
+            await self._nodes.synced.wait()
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                await self.schedule_pending()
+
+    async def _changed(self, _kind: str, _obj: Object) -> None:
+        self._wake.set()
+
+    def _pending(self) -> list[Object]:
+        pods = []
+        for pod in self._pods.objects.values():
+            spec, metadata = pod.get("spec") or {}, pod["metadata"]
+            if spec.get("nodeName"):
+                self._assumed.pop(metadata["uid"], None)
+                self._reported.pop(metadata["uid"], None)
+            elif (
+                not metadata.get("deletionTimestamp")
+                and spec.get("schedulerName", SCHEDULER_NAME) == SCHEDULER_NAME
+                and (pod.get("status") or {}).get("phase", "Pending") == "Pending"
+                and metadata["uid"] not in self._assumed
+            ):
+                pods.append(pod)
+        return sorted(pods, key=lambda p: str(p["metadata"].get("creationTimestamp", "")))
+
+    async def schedule_pending(self) -> None:
+        """One pass: place every Pending pod that fits, oldest first."""
+        pending = self._pending()  # also forgets assumptions the watch has confirmed
+        pods = {pod["metadata"]["uid"]: pod for pod in self._pods.objects.values()}
+        self._assumed = {uid: node for uid, node in self._assumed.items() if uid in pods}
+        used = scheduling.requested_on_nodes(pods.values())
+        for uid, node in self._assumed.items():
+            used.setdefault(node, Counter()).update(scheduling.pod_requests(pods[uid]))
+        for pod in pending:
+            decision = scheduling.choose_node(pod, self._nodes.objects.values(), used)
+            if decision.node is None:
+                await self._report_unschedulable(pod, decision.message)
+            elif await self._bind(pod, decision.node):
+                self._assumed[pod["metadata"]["uid"]] = decision.node
+                used.setdefault(decision.node, Counter()).update(scheduling.pod_requests(pod))
+
+    async def _bind(self, pod: Object, node: str) -> bool:
+        metadata = pod["metadata"]
+        body = client.V1Binding(
+            metadata=client.V1ObjectMeta(name=metadata["name"], namespace=metadata["namespace"]),
+            target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
+        )
+        try:
+            # The server answers a binding with a Status, which the generated client cannot
+            # parse as the Binding its stubs promise; take the raw response instead.
+            response = await self._core.create_namespaced_pod_binding(
+                metadata["name"], metadata["namespace"], body, _preload_content=False
+            )
+            cast(aiohttp.ClientResponse, response).release()
+        except ApiException as error:
+            log.warning(
+                "binding %s/%s to %s failed: %s",
+                metadata["namespace"],
+                metadata["name"],
+                node,
+                error.reason,
+            )
+            return False
+        log.info("bound %s/%s to %s", metadata["namespace"], metadata["name"], node)
+        await record_event(
+            self._core,
+            {**pod, "apiVersion": "v1", "kind": "Pod"},
+            "Scheduled",
+            f"Successfully assigned {metadata['namespace']}/{metadata['name']} to {node}",
+            component=SCHEDULER_NAME,
+        )
+        return True
+
+    async def _report_unschedulable(self, pod: Object, message: str) -> None:
+        uid = pod["metadata"]["uid"]
+        if self._reported.get(uid) == message:
+            return
+        self._reported[uid] = message
+        await record_event(
+            self._core,
+            {**pod, "apiVersion": "v1", "kind": "Pod"},
+            "FailedScheduling",
+            message,
+            component=SCHEDULER_NAME,
+            kind="Warning",
+        )
