@@ -1,18 +1,98 @@
-"""The `akri` command line: local cluster, CRDs and naming helpers for operators."""
+"""The `akri` command line: local cluster, CRDs and naming helpers for operators.
+
+Each subcommand is one `_add_*` function that adds its parser and sets `run`; `COMMANDS` lists
+them. `run` returns the exit code: 0 success, 1 failure, 2 usage error (argparse's own).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import version
+from pathlib import Path
+from typing import TypeAlias
+
+from akri.api import crd_files
+from akri.naming import instance_name, resource_name_problem
+
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def _run_crds(args: argparse.Namespace) -> int:
+    files = crd_files()
+    if args.write is None:
+        sys.stdout.write("---\n".join(files.values()))
+        return 0
+    try:
+        args.write.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (args.write / name).write_text(text)
+    except OSError as error:
+        print(f"akri crds: cannot write {args.write}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _add_crds(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "crds",
+        help="print the CustomResourceDefinitions",
+        description="Print the Configuration and Instance CRDs as one multi-document YAML.",
+    )
+    parser.add_argument(
+        "--write", metavar="DIR", type=Path, help="write one file per CRD into DIR instead"
+    )
+    parser.set_defaults(run=_run_crds)
+
+
+def _run_instance_name(args: argparse.Namespace) -> int:
+    name = instance_name(args.configuration, args.device_id, args.node)
+    print(name)
+    if problem := resource_name_problem(name):
+        warning = f"{problem}; the agent refuses such a Configuration"
+        print(f"akri instance-name: warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def _non_empty(value: str) -> str:
+    if not value:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return value
+
+
+def _add_instance_name(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "instance-name",
+        help="name of the Instance a device becomes",
+        description="Print the name of the Instance that a discovered device becomes.",
+    )
+    parser.add_argument("configuration", type=_non_empty, help="name of the Configuration")
+    parser.add_argument("device_id", type=_non_empty, help="device id reported by the handler")
+    parser.add_argument(
+        "--node",
+        type=_non_empty,
+        help="node that discovered a local (not shared) device; omit for shared devices",
+    )
+    parser.set_defaults(run=_run_instance_name)
+
+
+COMMANDS: tuple[Callable[[Subparsers], None], ...] = (_add_crds, _add_instance_name)
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="akri", description=__doc__.splitlines()[0])
+    root.add_argument("--version", action="version", version=f"akri-py {version('akri-py')}")
+    subparsers = root.add_subparsers(metavar="COMMAND", required=True)
+    for add in COMMANDS:
+        add(subparsers)
+    return root
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="akri", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"akri-py {version('akri-py')}")
-    parser.parse_args(argv)
-    return 0
+    args = parser().parse_args(argv)
+    code: int = args.run(args)
+    return code
 
 
 if __name__ == "__main__":

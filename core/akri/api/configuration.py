@@ -1,0 +1,123 @@
+"""The Configuration resource: what to discover, how many pods share a device, what to deploy."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from akri.api.wire import Condition, ExactlyOne, Resource, WireModel
+
+PROPERTY_NAME_PATTERN = r"^[_A-Za-z][_A-Za-z0-9]*$"
+
+
+class ConditionType(StrEnum):
+    """Condition types the agent and controller report on a Configuration."""
+
+    READY = "Ready"
+    HANDLER_UNAVAILABLE = "HandlerUnavailable"
+    INVALID_DETAILS = "InvalidDetails"
+    INVALID_PROPERTIES = "InvalidProperties"
+    INVALID_NAME = "InvalidName"
+
+
+class KeySelector(WireModel):
+    """A key of a Secret or ConfigMap."""
+
+    name: str = Field(min_length=1)
+    """Name of the Secret or ConfigMap."""
+    key: str = Field(min_length=1)
+    """Key within its data."""
+    namespace: str | None = None
+    """Namespace of the Secret or ConfigMap; defaults to the Configuration's own."""
+    optional: bool = False
+    """When true a missing key leaves the property out; when false discovery stops with an error."""
+
+
+class PropertySource(ExactlyOne):
+    """Where a discovery property's value is read from."""
+
+    one_of = ("secret_key_ref", "config_map_key_ref")
+    secret_key_ref: KeySelector | None = None
+    """A key of a Secret (credentials belong here)."""
+    config_map_key_ref: KeySelector | None = None
+    """A key of a ConfigMap."""
+
+
+class DiscoveryProperty(ExactlyOne):
+    """A named value passed to the discovery handler with every discovery request."""
+
+    one_of = ("value", "value_from")
+    name: str = Field(pattern=PROPERTY_NAME_PATTERN)
+    """Property name, as the handler expects it."""
+    value: str | None = None
+    """The value itself."""
+    value_from: PropertySource | None = None
+    """A Secret or ConfigMap key holding the value."""
+
+
+class DiscoveryHandlerInfo(WireModel):
+    """Which discovery handler finds the devices, and what it should look for."""
+
+    name: str = Field(min_length=1)
+    """Name the handler registers with, e.g. debugEcho, udev, onvif, mdns."""
+    discovery_details: str = ""
+    """Handler-specific settings as a YAML string, parsed by the handler."""
+    discovery_properties: list[DiscoveryProperty] = Field(default_factory=list)
+    """Named values (possibly secret) sent to the handler alongside the details."""
+
+
+class BrokerSpec(ExactlyOne):
+    """The workload deployed for each discovered device."""
+
+    one_of = ("broker_pod_spec", "broker_job_spec")
+    broker_pod_spec: dict[str, Any] | None = None
+    """A PodSpec run on every node that sees the device."""
+    broker_job_spec: dict[str, Any] | None = None
+    """A JobSpec run once per device."""
+
+
+class ConfigurationSpec(WireModel):
+    """What to discover and how the discovered devices are offered to pods."""
+
+    discovery_handler: DiscoveryHandlerInfo
+    """The discovery handler and its settings."""
+    capacity: int = Field(default=1, ge=1)
+    """How many pods may use one device at the same time, cluster-wide."""
+    unique_devices: bool = True
+    """Whether a pod asking for N devices of this Configuration gets N distinct devices."""
+    broker_spec: BrokerSpec | None = None
+    """Workload deployed for each device; none when pods request devices themselves."""
+    instance_service_spec: dict[str, Any] | None = None
+    """A ServiceSpec for one Service per device, selecting its brokers."""
+    configuration_service_spec: dict[str, Any] | None = None
+    """A ServiceSpec for one Service selecting the brokers of all devices."""
+    broker_properties: dict[str, str] = Field(default_factory=dict)
+    """Extra environment for brokers, added to every device's properties (winning on a clash)."""
+
+
+class ConfigurationStatus(WireModel):
+    """What the agents and the controller observed, so `kubectl describe` tells why."""
+
+    observed_generation: int | None = Field(default=None, ge=0)
+    """metadata.generation of the spec this status describes."""
+    instance_count: int = Field(default=0, ge=0)
+    """Number of Instances (discovered devices) of this Configuration."""
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    """Current observations, at most one per type."""
+
+    def condition(self, type: str) -> Condition | None:
+        return next((c for c in self.conditions if c.type == type), None)
+
+
+class Configuration(Resource):
+    """Devices to discover with one discovery handler, and how they are shared and brokered."""
+
+    plural: ClassVar[str] = "configurations"
+    kind: Literal["Configuration"] = "Configuration"
+    spec: ConfigurationSpec
+    status: ConfigurationStatus | None = None
