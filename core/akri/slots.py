@@ -1,0 +1,390 @@
+"""The capacity slot pool that instance- and configuration-level plugins share (DESIGN §5).
+
+Pure decisions over plain data, no I/O: callers read Instances, ask here, and write the returned
+`deviceUsage` (and `nodes`) under a resourceVersion precondition. On a conflict they re-read and
+ask again, so every answer depends only on the arguments, and re-running an allocation after a
+partial write converges: a device this node already holds is accepted as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+from akri.naming import cl_device_id, cl_device_index, resource_name, slot_id, slot_index
+
+_CL_TAG = "C"
+
+
+class AllocationError(Exception):
+    """An Allocate that cannot be met; nothing was decided, so there is nothing to undo."""
+
+
+@dataclass(frozen=True)
+class Free:
+    """A slot nobody holds: the value `""` or an absent key."""
+
+    def __str__(self) -> str:
+        return "free"
+
+
+@dataclass(frozen=True)
+class NodeHolder:
+    """Held by `node` through the instance-level resource; written as `<node>`."""
+
+    node: str
+
+    def __post_init__(self) -> None:
+        _check_part("node", self.node)
+
+    def __str__(self) -> str:
+        return f"held by node {self.node}"
+
+
+@dataclass(frozen=True)
+class ConfigurationHolder:
+    """Held by `node` through the configuration-level resource as `vdev`: `C:<vdev>:<node>`."""
+
+    vdev: str
+    node: str
+
+    def __post_init__(self) -> None:
+        _check_part("virtual device", self.vdev)
+        _check_part("node", self.node)
+
+    def __str__(self) -> str:
+        return f"held by node {self.node} as {self.vdev}"
+
+
+@dataclass(frozen=True)
+class Corrupt:
+    """Any other value: nobody may use the slot, it counts as occupied, and it is worth logging."""
+
+    raw: str
+
+    def __str__(self) -> str:
+        return f"corrupt ({self.raw!r})"
+
+
+Holder = Free | NodeHolder | ConfigurationHolder | Corrupt
+FREE = Free()
+
+
+def _check_part(what: str, part: str) -> None:
+    # Writing such a value would turn a slot corrupt for every reader, so refuse it at the source.
+    if not part or ":" in part:
+        raise ValueError(f"{what} {part!r} cannot be written to deviceUsage")
+
+
+def parse_usage(value: str) -> Holder:
+    """Read one `deviceUsage` value; never raises, whatever another writer left there."""
+    if not value:
+        return FREE
+    parts = value.split(":")
+    if len(parts) == 1:
+        return NodeHolder(value)
+    if len(parts) == 3 and parts[0] == _CL_TAG and parts[1] and parts[2]:
+        return ConfigurationHolder(parts[1], parts[2])
+    return Corrupt(value)
+
+
+def format_usage(holder: Holder) -> str:
+    """The `deviceUsage` value of `holder`; `parse_usage` reads it back unchanged."""
+    match holder:
+        case NodeHolder(node):
+            return node
+        case ConfigurationHolder(vdev, node):
+            return f"{_CL_TAG}:{vdev}:{node}"
+        case Corrupt(raw):
+            return raw
+    return ""
+
+
+@dataclass(frozen=True)
+class Holding:
+    """A device held by a node, named as the kubelet names it (PodResources, ListAndWatch)."""
+
+    resource: str  # `akri.sh/<instance>` or `akri.sh/<configuration>`
+    device: str  # slot id or virtual device id
+
+
+@dataclass(frozen=True)
+class Instance:
+    """What the pool needs of an Instance. Treat `usage` as immutable: derived views are cached."""
+
+    name: str
+    configuration: str
+    capacity: int
+    nodes: tuple[str, ...] = ()
+    usage: Mapping[str, str] = field(default_factory=dict)
+
+    @cached_property
+    def slots(self) -> dict[int, Holder]:
+        """Holder per slot key, even past `capacity` (a holder keeps it until released).
+
+        Keys that are no slot id of this Instance are skipped: they cannot be granted or held.
+        """
+        return {
+            i: parse_usage(value)
+            for key, value in self.usage.items()
+            if (i := slot_index(self.name, key)) is not None
+        }
+
+    @cached_property
+    def held(self) -> int:
+        """Occupied slots at any index, corrupt ones included; new grants need `held < capacity`."""
+        return sum(holder != FREE for holder in self.slots.values())
+
+    @cached_property
+    def grantable(self) -> tuple[int, ...]:
+        """Free slots below capacity that may all be granted at once now, lowest first.
+
+        Fewer than the free slots when slots past a lowered capacity are still held.
+        """
+        free = [i for i in range(self.capacity) if self.slots.get(i, FREE) == FREE]
+        return tuple(free[: max(self.capacity - self.held, 0)])
+
+    def holding(self, index: int, node: str) -> Holding | None:
+        """How the kubelet of `node` names slot `index`, or None when `node` does not hold it."""
+        match self.slots.get(index, FREE):
+            case NodeHolder(holder) if holder == node:
+                return Holding(resource_name(self.name), slot_id(self.name, index))
+            case ConfigurationHolder(vdev, holder) if holder == node:
+                return Holding(resource_name(self.configuration), vdev)
+        return None
+
+    def with_slots(self, holders: Mapping[int, Holder]) -> Instance:
+        """A copy with the given slots set; freed slots are written as `""`."""
+        changes = {slot_id(self.name, i): format_usage(h) for i, h in holders.items()}
+        return replace(self, usage={**self.usage, **changes})
+
+
+def usage_problems(instance: Instance) -> list[str]:
+    """What in `deviceUsage` is ignored or unusable, for the agent and controller to log."""
+    problems = []
+    for key in sorted(instance.usage):
+        index = slot_index(instance.name, key)
+        if index is None:
+            problems.append(f"Instance {instance.name}: ignoring key {key!r}, not one of its slots")
+        elif isinstance(holder := instance.slots[index], Corrupt):
+            problems.append(f"Instance {instance.name}: slot {key} is unavailable, {holder}")
+    return problems
+
+
+# --- instance level (§5.2) -------------------------------------------------------------------
+
+
+def il_health(instance: Instance, node: str) -> dict[str, bool]:
+    """ListAndWatch of the instance-level plugin on `node`: slot id -> Healthy, below capacity.
+
+    Healthy slots are exactly what `allocate_il` grants, all at once: a free slot that would
+    exceed capacity (held slots past a lowered capacity) is Unhealthy, not an admission error.
+    """
+    mine = NodeHolder(node)
+    grantable = set(instance.grantable)
+    return {
+        slot_id(instance.name, i): i in grantable or instance.slots.get(i) == mine
+        for i in range(instance.capacity)
+    }
+
+
+def allocate_il(instance: Instance, node: str, slots: Iterable[str]) -> Instance:
+    """Claim exactly `slots` for `node`; ones it holds already pass (the kubelet re-offers them)."""
+    mine = NodeHolder(node)
+    claims: dict[int, Holder] = {}
+    for slot in slots:
+        index = slot_index(instance.name, slot)
+        holder = FREE if index is None else instance.slots.get(index, FREE)
+        if holder == mine:
+            continue
+        if index is None or index >= instance.capacity:
+            raise AllocationError(
+                f"{slot} is not a slot of Instance {instance.name} (capacity {instance.capacity})"
+            )
+        if holder != FREE:
+            raise AllocationError(f"slot {slot} is {holder}")
+        claims[index] = mine
+    if len(claims) > len(instance.grantable):
+        raise AllocationError(
+            f"Instance {instance.name} is at capacity {instance.capacity}: "
+            f"{len(claims)} slots requested, {len(instance.grantable)} can be granted"
+        )
+    return instance.with_slots(claims) if claims else instance
+
+
+# --- configuration level (§5.3) --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Binding:
+    """The slot a requested virtual device was bound to, for the container's env and mounts."""
+
+    device: str
+    instance: str
+    slot: str
+
+
+@dataclass(frozen=True)
+class ClAllocation:
+    """Outcome of one Allocate: the Instances to write and, per container, its bindings in order."""
+
+    instances: dict[str, Instance]  # only those whose deviceUsage changed, by name
+    containers: tuple[tuple[Binding, ...], ...]
+
+
+def _pool(configuration: str, instances: Iterable[Instance]) -> dict[str, Instance]:
+    """The Instances of `configuration` by name, in name order: decisions must be deterministic."""
+    return {
+        i.name: i
+        for i in sorted(instances, key=lambda i: i.name)
+        if i.configuration == configuration
+    }
+
+
+def _bindings(pool: Iterable[Instance], node: str) -> dict[str, list[tuple[str, int]]]:
+    """Virtual device -> the slots `node` holds as it (one, unless a partial write left two)."""
+    bound: dict[str, list[tuple[str, int]]] = {}
+    for instance in pool:
+        for index, holder in sorted(instance.slots.items()):
+            if isinstance(holder, ConfigurationHolder) and holder.node == node:
+                bound.setdefault(holder.vdev, []).append((instance.name, index))
+    return bound
+
+
+def _device_order(device: str) -> tuple[int, str]:
+    """Numeric order for the `<configuration>-<n>` ids of one Configuration."""
+    return (len(device), device)
+
+
+def cl_devices(
+    configuration: str, instances: Iterable[Instance], node: str, *, unique: bool
+) -> list[str]:
+    """ListAndWatch of the configuration-level plugin on `node`, all Healthy.
+
+    The devices `node` holds plus new ids for the capacity it could still get from Instances it
+    sees: one per Instance with a grantable slot when `unique`, else one per grantable slot.
+    Any set of the new ids fits one container, so a request that cannot fit stays Pending.
+    """
+    pool = _pool(configuration, instances).values()
+    held = _bindings(pool, node).keys()
+    visible = [i for i in pool if node in i.nodes]
+    fresh = sum(min(len(i.grantable), 1) if unique else len(i.grantable) for i in visible)
+    new: list[str] = []
+    n = 0
+    while len(new) < fresh:
+        if (device := cl_device_id(configuration, n)) not in held:
+            new.append(device)
+        n += 1
+    return sorted([*held, *new], key=_device_order)
+
+
+def allocate_cl(
+    configuration: str,
+    instances: Iterable[Instance],
+    node: str,
+    containers: Sequence[Sequence[str]],
+    *,
+    unique: bool,
+) -> ClAllocation:
+    """Bind the virtual devices of each container request to slots of `configuration`.
+
+    Devices `node` already holds keep their slot; when `unique` and two of one container share an
+    Instance, the later one is moved. The rest go to the visible Instance with the most grantable
+    slots (name breaks ties), never one the container already has when `unique`. Raises
+    AllocationError only when no such slot exists.
+    """
+    pool = _pool(configuration, instances)
+    state = dict(pool)
+    granted = tuple(
+        _allocate_container(configuration, state, node, devices, unique) for devices in containers
+    )
+    changed = {name: i for name, i in state.items() if i.usage != pool[name].usage}
+    return ClAllocation(changed, granted)
+
+
+def _allocate_container(
+    configuration: str,
+    state: dict[str, Instance],
+    node: str,
+    devices: Sequence[str],
+    unique: bool,
+) -> tuple[Binding, ...]:
+    """One container's bindings; updates `state` so later containers see this one's slots."""
+    held = _bindings(state.values(), node)
+    chosen: dict[str, tuple[str, int]] = {}
+    used: set[str] = set()
+    for device in dict.fromkeys(devices):
+        for name, index in held.get(device, []):
+            if device not in chosen and not (unique and name in used):
+                chosen[device] = (name, index)
+                used.add(name)
+            else:  # a duplicate binding, or one that would break uniqueness: give the slot back
+                state[name] = state[name].with_slots({index: FREE})
+    for device in dict.fromkeys(d for d in devices if d not in chosen):
+        if cl_device_index(configuration, device) is None:
+            raise AllocationError(f"{device!r} is not a device of Configuration {configuration}")
+        candidates = [
+            i
+            for i in state.values()
+            if node in i.nodes and i.grantable and not (unique and i.name in used)
+        ]
+        if not candidates:
+            other = "other " if unique and used else ""
+            rule = f" (unique devices: this container has {len(used)})" if unique else ""
+            raise AllocationError(
+                f"cannot allocate {device}: no {other}Instance of {configuration} seen by {node}"
+                f" has a free slot{rule}"
+            )
+        best = min(candidates, key=lambda i: (-len(i.grantable), i.name))
+        index = best.grantable[0]
+        state[best.name] = best.with_slots({index: ConfigurationHolder(device, node)})
+        chosen[device] = (best.name, index)
+        used.add(best.name)
+    return tuple(Binding(d, chosen[d][0], slot_id(*chosen[d])) for d in devices)
+
+
+# --- releasing (§5.5, §7) --------------------------------------------------------------------
+
+
+def holdings(instances: Iterable[Instance], node: str) -> set[Holding]:
+    """Everything `node` holds in `instances`, through either resource."""
+    return {
+        h
+        for instance in instances
+        for index in instance.slots
+        if (h := instance.holding(index, node)) is not None
+    }
+
+
+def release(instance: Instance, node: str, only: Collection[Holding] | None = None) -> Instance:
+    """Free the slots `node` holds in `instance`: all of them, or only those in `only`."""
+    freed = {
+        index: FREE
+        for index in instance.slots
+        if (h := instance.holding(index, node)) is not None and (only is None or h in only)
+    }
+    return instance.with_slots(freed) if freed else instance
+
+
+def scrub_node(instance: Instance, node: str) -> Instance:
+    """`instance` without a node that is gone: out of `nodes`, its slots freed."""
+    nodes = tuple(n for n in instance.nodes if n != node)
+    return replace(release(instance, node), nodes=nodes)
+
+
+def stale_holdings(
+    held: Iterable[Holding],
+    in_use: Collection[Holding],
+    unused_since: Mapping[Holding, float],
+    now: float,
+    grace: float,
+) -> tuple[set[Holding], dict[Holding, float]]:
+    """Which of this node's holdings to free, given what the kubelet reports in use.
+
+    A holding is stale once no container has used it for `grace` seconds. Returns the stale ones
+    and the new "unused since" map: use resets a timer, and holdings no longer held drop out.
+    Stale ones stay in the map so a failed release is retried at once.
+    """
+    since = {h: unused_since.get(h, now) for h in held if h not in in_use}
+    return {h for h, t in since.items() if now - t >= grace}, since

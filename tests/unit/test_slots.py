@@ -1,0 +1,422 @@
+"""Rules of the capacity slot pool (DESIGN §5.2-5.5), one table row or scenario per rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from akri.slots import (
+    FREE,
+    AllocationError,
+    Binding,
+    ConfigurationHolder,
+    Corrupt,
+    Holder,
+    Holding,
+    Instance,
+    NodeHolder,
+    allocate_cl,
+    allocate_il,
+    cl_devices,
+    format_usage,
+    holdings,
+    il_health,
+    parse_usage,
+    release,
+    scrub_node,
+    stale_holdings,
+    usage_problems,
+)
+
+CFG = "cfg"
+
+
+def inst(name: str = "cfg-a", capacity: int = 2, *usage: str, nodes: str = "n m") -> Instance:
+    """An Instance of `cfg` whose slot i has the value `usage[i]`."""
+    values = {f"{name}-{i}": value for i, value in enumerate(usage)}
+    return Instance(name, CFG, capacity, tuple(nodes.split()), values)
+
+
+def values(instance: Instance) -> list[str]:
+    """Slot values 0..capacity-1, absent keys read as free."""
+    return [instance.usage.get(f"{instance.name}-{i}", "") for i in range(instance.capacity)]
+
+
+# --- deviceUsage grammar (§4) ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "holder"),
+    [
+        ("", FREE),
+        ("n", NodeHolder("n")),
+        ("node-1.example.com", NodeHolder("node-1.example.com")),
+        ("C:cfg-0:n", ConfigurationHolder("cfg-0", "n")),
+        ("C:x", Corrupt("C:x")),
+        ("C::n", Corrupt("C::n")),
+        ("C:cfg-0:", Corrupt("C:cfg-0:")),
+        ("C:cfg-0:n:x", Corrupt("C:cfg-0:n:x")),
+        ("c:cfg-0:n", Corrupt("c:cfg-0:n")),
+        ("a:b", Corrupt("a:b")),
+        (":", Corrupt(":")),
+    ],
+)
+def test_parse_usage(value: str, holder: Holder) -> None:
+    assert parse_usage(value) == holder
+
+
+@pytest.mark.parametrize(
+    "holder", [FREE, NodeHolder("n"), ConfigurationHolder("cfg-3", "n"), Corrupt("a:b")]
+)
+def test_format_usage_reads_back(holder: Holder) -> None:
+    assert parse_usage(format_usage(holder)) == holder
+
+
+def test_format_usage_values() -> None:
+    assert format_usage(FREE) == ""
+    assert format_usage(NodeHolder("n")) == "n"
+    assert format_usage(ConfigurationHolder("cfg-0", "n")) == "C:cfg-0:n"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: NodeHolder(""),
+        lambda: NodeHolder("a:b"),
+        lambda: ConfigurationHolder("", "n"),
+        lambda: ConfigurationHolder("cfg:0", "n"),
+        lambda: ConfigurationHolder("cfg-0", "n:1"),
+    ],
+)
+def test_unwritable_holders_are_refused(make: object) -> None:
+    with pytest.raises(ValueError, match="cannot be written"):
+        make()  # type: ignore[operator]
+
+
+def test_instance_view_skips_garbage_keys_and_counts_every_occupied_slot() -> None:
+    a = Instance(
+        "cfg-a",
+        CFG,
+        2,
+        ("n",),
+        {"cfg-a-0": "C:x", "cfg-a-01": "n", "cfg-b-1": "m", "junk": "", "cfg-a-4": "m"},
+    )
+    assert a.slots == {0: Corrupt("C:x"), 4: NodeHolder("m")}
+    assert a.held == 2  # the corrupt slot and the one past capacity
+    assert a.grantable == ()
+
+
+def test_usage_problems_name_garbage_keys_and_corrupt_values() -> None:
+    a = Instance("cfg-a", CFG, 2, ("n",), {"cfg-a-0": "C::n", "cfg-a-1": "n", "junk": "x"})
+    assert usage_problems(a) == [
+        "Instance cfg-a: slot cfg-a-0 is unavailable, corrupt ('C::n')",
+        "Instance cfg-a: ignoring key 'junk', not one of its slots",
+    ]
+    assert usage_problems(inst("cfg-a", 2, "n", "C:cfg-0:m")) == []
+
+
+# --- instance level (§5.2) -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "healthy"),
+    [
+        ("", True),
+        ("n", True),
+        ("m", False),
+        ("C:cfg-0:n", False),
+        ("C:cfg-0:m", False),
+        ("C:x", False),
+    ],
+)
+def test_il_health_per_slot(value: str, healthy: bool) -> None:
+    assert il_health(inst("cfg-a", 2, value), "n") == {"cfg-a-0": healthy, "cfg-a-1": True}
+
+
+def test_il_health_lists_slots_below_capacity_only() -> None:
+    assert list(il_health(inst("cfg-a", 3, "", "", "", "n"), "n")) == [
+        "cfg-a-0",
+        "cfg-a-1",
+        "cfg-a-2",
+    ]
+
+
+def test_il_allocate_claims_free_slots_for_the_node() -> None:
+    a = allocate_il(inst("cfg-a", 3, "", "m"), "n", ["cfg-a-0", "cfg-a-2"])
+    assert values(a) == ["n", "m", "n"]
+
+
+def test_il_allocate_accepts_a_re_offer_without_a_write() -> None:
+    a = inst("cfg-a", 2, "n")
+    assert allocate_il(a, "n", ["cfg-a-0"]) is a
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("m", "slot cfg-a-0 is held by node m"),
+        ("C:cfg-0:n", "slot cfg-a-0 is held by node n as cfg-0"),
+        ("C:cfg-0:m", "slot cfg-a-0 is held by node m as cfg-0"),
+        ("C:x", "slot cfg-a-0 is corrupt"),
+    ],
+)
+def test_il_allocate_refuses_slots_held_otherwise(value: str, reason: str) -> None:
+    with pytest.raises(AllocationError, match=reason):
+        allocate_il(inst("cfg-a", 2, value), "n", ["cfg-a-1", "cfg-a-0"])
+
+
+@pytest.mark.parametrize("slot", ["cfg-a-2", "cfg-a-01", "cfg-b-0", "cfg-a"])
+def test_il_allocate_refuses_ids_that_are_no_grantable_slot(slot: str) -> None:
+    with pytest.raises(AllocationError, match="is not a slot of Instance cfg-a"):
+        allocate_il(inst("cfg-a", 2), "n", [slot])
+
+
+def test_il_after_capacity_drop_nothing_is_granted_until_holders_drop_below_it() -> None:
+    a = inst("cfg-a", 1, "", "n", "m")  # capacity 3 -> 1 with slots 1 and 2 held
+    assert il_health(a, "n") == {"cfg-a-0": False}
+    with pytest.raises(AllocationError, match="at capacity 1"):
+        allocate_il(a, "n", ["cfg-a-0"])
+    assert allocate_il(a, "n", ["cfg-a-1"]) is a  # still held: a re-offer passes
+    a = release(a, "m")
+    assert il_health(a, "n") == {"cfg-a-0": False}
+    a = release(a, "n")
+    assert il_health(a, "n") == {"cfg-a-0": True}
+    assert values(allocate_il(a, "n", ["cfg-a-0"])) == ["n"]
+
+
+def test_il_healthy_slots_are_the_ones_capacity_still_allows() -> None:
+    a = inst("cfg-a", 3, "", "", "", "", "m")  # capacity 5 -> 3 with slot 4 held
+    assert il_health(a, "n") == {"cfg-a-0": True, "cfg-a-1": True, "cfg-a-2": False}
+    assert values(allocate_il(a, "n", ["cfg-a-0", "cfg-a-1"])) == ["n", "n", ""]
+    assert values(allocate_il(a, "n", ["cfg-a-2"])) == ["", "", "n"]  # legal, so granted
+    with pytest.raises(AllocationError, match="3 slots requested, 2 can be granted"):
+        allocate_il(a, "n", ["cfg-a-0", "cfg-a-1", "cfg-a-2"])
+
+
+# --- configuration level (§5.3) and the worked example (§5.4) --------------------------------
+
+
+def bind(device: str, slot: str) -> Binding:
+    return Binding(device, slot.rsplit("-", 1)[0], slot)
+
+
+def written(alloc_instances: dict[str, Instance], *pool: Instance) -> list[Instance]:
+    """The pool after writing an allocation's Instances."""
+    return [alloc_instances.get(i.name, i) for i in pool]
+
+
+@pytest.mark.parametrize(("unique", "free_ids"), [(True, 2), (False, 4)])
+def test_worked_example(unique: bool, free_ids: int) -> None:
+    pool = [inst("cfg-a"), inst("cfg-b")]
+    assert il_health(pool[0], "n") == {"cfg-a-0": True, "cfg-a-1": True}
+    assert il_health(pool[1], "n") == {"cfg-b-0": True, "cfg-b-1": True}
+    assert cl_devices(CFG, pool, "n", unique=unique) == [f"cfg-{i}" for i in range(free_ids)]
+
+    p1 = allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1"]], unique=unique)
+    assert p1.containers == ((bind("cfg-0", "cfg-a-0"), bind("cfg-1", "cfg-b-0")),)
+    pool = written(p1.instances, *pool)
+    assert [values(i) for i in pool] == [["C:cfg-0:n", ""], ["C:cfg-1:n", ""]]
+    assert cl_devices(CFG, pool, "n", unique=unique) == ["cfg-0", "cfg-1", "cfg-2", "cfg-3"]
+    for node in "nm":
+        assert il_health(pool[0], node) == {"cfg-a-0": False, "cfg-a-1": True}
+        assert il_health(pool[1], node) == {"cfg-b-0": False, "cfg-b-1": True}
+
+    pool[0] = allocate_il(pool[0], "m", ["cfg-a-1"])
+    assert values(pool[0]) == ["C:cfg-0:n", "m"]
+    assert cl_devices(CFG, pool, "n", unique=unique) == ["cfg-0", "cfg-1", "cfg-2"]
+    p3 = allocate_cl(CFG, pool, "n", [["cfg-2"]], unique=unique)
+    assert p3.containers == ((bind("cfg-2", "cfg-b-1"),),)
+
+
+def test_worked_example_three_distinct_devices_never_fit() -> None:
+    pool = [inst("cfg-a"), inst("cfg-b")]
+    assert len(cl_devices(CFG, pool, "n", unique=True)) == 2  # the kubelet never admits 3
+    with pytest.raises(AllocationError, match="cannot allocate cfg-2: no other Instance"):
+        allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1", "cfg-2"]], unique=True)
+    three = allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1", "cfg-2"]], unique=False)
+    assert [b.instance for b in three.containers[0]] == ["cfg-a", "cfg-b", "cfg-a"]
+
+
+def test_cl_devices_new_ids_take_the_lowest_free_numbers() -> None:
+    pool = [inst("cfg-a", 2, "C:cfg-1:n", "C:cfg-10:n"), inst("cfg-b", 3, "C:cfg-0:m")]
+    assert cl_devices(CFG, pool, "n", unique=False) == ["cfg-0", "cfg-1", "cfg-2", "cfg-10"]
+    assert cl_devices(CFG, pool, "m", unique=False) == ["cfg-0", "cfg-1", "cfg-2"]
+
+
+def test_cl_devices_are_deterministic_and_in_numeric_order() -> None:
+    held = [f"C:cfg-{n}:n" for n in (10, 9, 2)]
+    pool = [inst("cfg-a", 3, *held), inst("cfg-b", 1), inst("cfg-c", 2, "m")]
+    expected = ["cfg-0", "cfg-1", "cfg-2", "cfg-9", "cfg-10"]
+    assert cl_devices(CFG, pool, "n", unique=True) == expected
+    assert cl_devices(CFG, reversed(pool), "n", unique=True) == expected
+
+
+def test_cl_new_ids_come_only_from_visible_instances_of_the_configuration() -> None:
+    pool = [
+        inst("cfg-a", 2, "C:cfg-0:n", nodes="m"),  # n left, still holds cfg-0
+        Instance("other-a", "other", 2, ("n",)),
+        inst("cfg-b", 1, nodes="n"),
+    ]
+    assert cl_devices(CFG, pool, "n", unique=False) == ["cfg-0", "cfg-1"]
+    one = allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1"]], unique=False)
+    assert one.containers == ((bind("cfg-0", "cfg-a-0"), bind("cfg-1", "cfg-b-0")),)
+    assert list(one.instances) == ["cfg-b"]
+    with pytest.raises(
+        AllocationError, match=r"cfg-2: no Instance of cfg seen by n has a free slot$"
+    ):
+        allocate_cl(CFG, pool, "n", [["cfg-1", "cfg-2"]], unique=False)
+
+
+def test_cl_re_offer_of_held_ids_is_accepted_without_a_write() -> None:
+    pool = [inst("cfg-a", 1, "C:cfg-0:n"), inst("cfg-b", 1, "C:cfg-1:n")]
+    for unique in (True, False):
+        again = allocate_cl(CFG, pool, "n", [["cfg-1", "cfg-0"]], unique=unique)
+        assert again.instances == {}
+        assert again.containers == ((bind("cfg-1", "cfg-b-0"), bind("cfg-0", "cfg-a-0")),)
+
+
+def test_cl_ids_of_other_nodes_are_new_ids_here() -> None:
+    pool = [inst("cfg-a", 2, "C:cfg-0:m")]
+    alloc = allocate_cl(CFG, pool, "n", [["cfg-0"]], unique=True)
+    assert values(alloc.instances["cfg-a"]) == ["C:cfg-0:m", "C:cfg-0:n"]
+
+
+def test_cl_unique_spreads_over_the_instances_with_most_free_slots() -> None:
+    pool = [inst("cfg-a", 2), inst("cfg-b", 3), inst("cfg-c", 3, "m"), inst("cfg-d", 3)]
+    alloc = allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1", "cfg-2"]], unique=True)
+    assert [b.slot for b in alloc.containers[0]] == ["cfg-b-0", "cfg-d-0", "cfg-a-0"]
+
+
+def test_cl_non_unique_gives_one_container_several_slots_of_one_instance() -> None:
+    pool = [inst("cfg-a", 3), inst("cfg-b", 2, "m", "m")]
+    assert cl_devices(CFG, pool, "n", unique=False) == ["cfg-0", "cfg-1", "cfg-2"]
+    alloc = allocate_cl(CFG, pool, "n", [["cfg-2", "cfg-0", "cfg-1"]], unique=False)
+    assert [b.slot for b in alloc.containers[0]] == ["cfg-a-0", "cfg-a-1", "cfg-a-2"]
+    assert values(alloc.instances["cfg-a"]) == ["C:cfg-2:n", "C:cfg-0:n", "C:cfg-1:n"]
+
+
+def test_cl_unique_remaps_held_ids_that_share_an_instance() -> None:
+    # Two pods each got one slot of A; a new pod is given both ids before reclaim frees them.
+    pool = [inst("cfg-a", 2, "C:cfg-0:n", "C:cfg-1:n"), inst("cfg-b", 2)]
+    alloc = allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1"]], unique=True)
+    assert alloc.containers == ((bind("cfg-0", "cfg-a-0"), bind("cfg-1", "cfg-b-0")),)
+    assert [values(i) for i in alloc.instances.values()] == [
+        ["C:cfg-0:n", ""],
+        ["C:cfg-1:n", ""],
+    ]
+    kept = allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1"]], unique=False)
+    assert kept.instances == {}
+
+
+def test_cl_unique_fails_only_when_remapping_is_impossible() -> None:
+    pool = [inst("cfg-a", 2, "C:cfg-0:n", "C:cfg-1:n"), inst("cfg-b", 1, "m")]
+    message = "cannot allocate cfg-1: no other Instance of cfg seen by n has a free slot"
+    with pytest.raises(
+        AllocationError, match=rf"{message} \(unique devices: this container has 1\)"
+    ):
+        allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1"]], unique=True)
+
+
+@pytest.mark.parametrize("unique", [True, False])
+def test_cl_duplicate_bindings_from_a_partial_write_are_resolved(unique: bool) -> None:
+    pool = [inst("cfg-a", 2, "", "C:cfg-1:n"), inst("cfg-b", 2, "C:cfg-1:n")]
+    alloc = allocate_cl(CFG, pool, "n", [["cfg-1"]], unique=unique)
+    assert alloc.containers == ((bind("cfg-1", "cfg-a-1"),),)
+    assert values(alloc.instances["cfg-b"]) == ["", ""]
+
+
+def test_cl_allocate_converges_after_a_partial_write() -> None:
+    pool = [inst("cfg-a"), inst("cfg-b"), inst("cfg-c")]
+    request = [["cfg-0", "cfg-1", "cfg-2"]]
+    plan = allocate_cl(CFG, pool, "n", request, unique=True)
+    assert list(plan.instances) == ["cfg-a", "cfg-b", "cfg-c"]
+    partial = [plan.instances["cfg-b"] if i.name == "cfg-b" else i for i in pool]  # A, C got 409
+    again = allocate_cl(CFG, partial, "n", request, unique=True)
+    assert list(again.instances) == ["cfg-a", "cfg-c"]
+    assert again.containers == plan.containers
+    final = written(again.instances, *partial)
+    assert allocate_cl(CFG, final, "n", request, unique=True).instances == {}
+
+
+def test_cl_containers_of_one_request_see_each_others_slots() -> None:
+    pool = [inst("cfg-a"), inst("cfg-b", 1)]
+    alloc = allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1"], ["cfg-2"], ["cfg-0"]], unique=True)
+    assert alloc.containers == (
+        (bind("cfg-0", "cfg-a-0"), bind("cfg-1", "cfg-b-0")),
+        (bind("cfg-2", "cfg-a-1"),),
+        (bind("cfg-0", "cfg-a-0"),),  # an init container's device re-offered
+    )
+    with pytest.raises(AllocationError):
+        allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1"], ["cfg-2", "cfg-3"]], unique=True)
+
+
+def test_cl_allocate_skips_instances_at_capacity() -> None:
+    pool = [inst("cfg-a", 1, "", "m"), inst("cfg-b", 2, "C:x")]  # A lowered from 2 to 1
+    assert cl_devices(CFG, pool, "n", unique=False) == ["cfg-0"]
+    alloc = allocate_cl(CFG, pool, "n", [["cfg-0"]], unique=False)
+    assert alloc.containers == ((bind("cfg-0", "cfg-b-1"),),)
+
+
+def test_cl_allocate_refuses_ids_that_are_not_of_the_configuration() -> None:
+    with pytest.raises(AllocationError, match="'other-0' is not a device of Configuration cfg"):
+        allocate_cl(CFG, [inst("cfg-a")], "n", [["other-0"]], unique=True)
+
+
+# --- releasing (§5.5, §7) --------------------------------------------------------------------
+
+
+def test_holdings_name_devices_as_the_kubelet_does() -> None:
+    pool = [inst("cfg-a", 3, "n", "C:cfg-4:n", "m"), inst("cfg-b", 2, "C:x", "C:cfg-0:m")]
+    assert holdings(pool, "n") == {
+        Holding("akri.sh/cfg-a", "cfg-a-0"),
+        Holding("akri.sh/cfg", "cfg-4"),
+    }
+    assert holdings(pool, "m") == {
+        Holding("akri.sh/cfg-a", "cfg-a-2"),
+        Holding("akri.sh/cfg", "cfg-0"),
+    }
+
+
+def test_release_frees_every_slot_of_the_node_only() -> None:
+    a = inst("cfg-a", 5, "n", "C:cfg-0:n", "m", "C:cfg-1:m", "C:x")
+    assert values(release(a, "n")) == ["", "", "m", "C:cfg-1:m", "C:x"]
+    assert release(a, "z") is a
+
+
+def test_release_only_given_holdings() -> None:
+    a = inst("cfg-a", 4, "n", "C:cfg-0:n", "n", "m")
+    only = {Holding("akri.sh/cfg", "cfg-0"), Holding("akri.sh/cfg-a", "cfg-a-2")}
+    assert values(release(a, "n", only)) == ["n", "", "", "m"]
+    assert release(a, "n", {Holding("akri.sh/cfg-a", "cfg-a-3")}) is a  # m's slot
+
+
+def test_scrub_node_removes_it_from_nodes_and_frees_its_slots() -> None:
+    a = inst("cfg-a", 3, "m", "C:cfg-0:m", "n", nodes="n m k")
+    scrubbed = scrub_node(a, "m")
+    assert scrubbed.nodes == ("n", "k")
+    assert values(scrubbed) == ["", "", "n"]
+    assert scrub_node(scrubbed, "m") == scrubbed
+
+
+IL = Holding("akri.sh/cfg-a", "cfg-a-0")
+CL = Holding("akri.sh/cfg", "cfg-0")
+
+
+def test_reclaim_frees_holdings_unused_for_the_grace_period() -> None:
+    stale, since = stale_holdings({IL, CL}, {IL}, {}, now=100.0, grace=20.0)
+    assert (stale, since) == (set(), {CL: 100.0})
+    stale, since = stale_holdings({IL, CL}, {IL}, since, now=119.9, grace=20.0)
+    assert (stale, since) == (set(), {CL: 100.0})
+    stale, since = stale_holdings({IL, CL}, set(), since, now=120.0, grace=20.0)
+    assert (stale, since) == ({CL}, {CL: 100.0, IL: 120.0})
+
+
+def test_reclaim_use_resets_the_timer_and_released_holdings_drop_out() -> None:
+    since = {IL: 0.0, CL: 0.0}
+    assert stale_holdings({IL, CL}, {CL}, since, now=10.0, grace=20.0) == (set(), {IL: 0.0})
+    assert stale_holdings({CL}, set(), {IL: 0.0}, now=30.0, grace=20.0) == (set(), {CL: 30.0})
+
+
+def test_reclaim_keeps_unwritten_releases_due() -> None:
+    stale, since = stale_holdings({CL}, set(), {CL: 0.0}, now=20.0, grace=20.0)
+    assert stale == {CL}
+    assert stale_holdings({CL}, set(), since, now=20.5, grace=20.0)[0] == {CL}
