@@ -7,7 +7,10 @@ things that finish asynchronously (threads joining, sockets closing), never a fi
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -15,6 +18,10 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from kubernetes_asyncio import client, config
+
+from akri.api import crd_definitions
+from akri.sim.apiserver import ApiServer
 
 LEAK_DEADLINE_S = 5.0
 T = TypeVar("T")
@@ -55,6 +62,10 @@ def no_leaked_threads_processes_or_sockets() -> Iterator[None]:
     sockets = _socket_inodes()
     children = _child_pids()
     yield
+    # grpc.aio keeps its poller thread and wake-up sockets while any channel or server object
+    # is alive, even a closed one; aborted RPCs and tracebacks leave such objects in reference
+    # cycles that only the cyclic collector frees.
+    gc.collect()
     leaked_threads = _wait_until_clean(
         lambda: {t for t in threading.enumerate() if t not in threads and t.is_alive()}
     )
@@ -71,8 +82,11 @@ def no_leaked_threads_processes_or_sockets() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-async def no_leaked_tasks() -> AsyncIterator[None]:
+async def no_leaked_tasks(no_leaked_threads_processes_or_sockets: None) -> AsyncIterator[None]:
+    """Torn down before the thread check it depends on, so the executor is gone by then."""
     yield
+    # aiohttp (inside kubernetes-asyncio) resolves proxies in the loop's default executor.
+    await asyncio.get_running_loop().shutdown_default_executor()
     current = asyncio.current_task()
     pending = {task for task in asyncio.all_tasks() if task is not current and not task.done()}
     if pending:
@@ -80,3 +94,30 @@ async def no_leaked_tasks() -> AsyncIterator[None]:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
     assert not pending, f"tasks left running: {sorted(t.get_name() for t in pending)}"
+
+
+@pytest.fixture
+def socket_dir() -> Iterator[Path]:
+    """A short directory for unix sockets: pytest's tmp_path can exceed the 107-byte limit."""
+    path = Path(tempfile.mkdtemp(prefix="akri-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+async def apiserver() -> AsyncIterator[ApiServer]:
+    """An emulated Kubernetes API server with the project's CRDs registered."""
+    async with ApiServer() as server:
+        await server.apply_definitions(crd_definitions())
+        yield server
+
+
+@pytest.fixture
+async def api(apiserver: ApiServer, tmp_path: Path) -> AsyncIterator[client.ApiClient]:
+    """A kubernetes-asyncio client of `apiserver`, loaded from a kubeconfig like a user's."""
+    kubeconfig = apiserver.write_kubeconfig(tmp_path / "kubeconfig")
+    api_client = await config.new_client_from_config(
+        config_file=str(kubeconfig), persist_config=False
+    )
+    async with api_client:
+        yield api_client

@@ -16,7 +16,7 @@ from akri.api.configuration import (
     KeySelector,
     PropertySource,
 )
-from akri.api.crd import crd_files, definition
+from akri.api.crd import crd_definitions, crd_files, definition
 from akri.api.instance import Instance, InstanceSpec, new_instance
 from akri.api.wire import (
     Condition,
@@ -45,6 +45,7 @@ __all__ = [
     "OwnerReference",
     "PropertySource",
     "Resource",
+    "crd_definitions",
     "crd_files",
     "definition",
     "new_instance",

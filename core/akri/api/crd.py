@@ -118,10 +118,18 @@ class _Dumper(yaml.SafeDumper):
         return True
 
 
+MODELS: tuple[type[Resource], ...] = (Configuration, Instance)
+
+
+def crd_definitions() -> list[dict[str, Any]]:
+    """Every CRD as a document, e.g. to register with an API server without any file."""
+    return [definition(model) for model in MODELS]
+
+
 def crd_files() -> dict[str, str]:
     """File name to YAML text of every CRD, deterministic so checked-in copies can be compared."""
     return {
         f"{GROUP}_{model.plural}.yaml": HEADER
         + yaml.dump(definition(model), Dumper=_Dumper, sort_keys=True)
-        for model in (Configuration, Instance)
+        for model in MODELS
     }

@@ -60,20 +60,20 @@ class Reflector:
         self._watch_timeout_s = watch_timeout_s
         self._backoff = backoff or Backoff()
         self._options = list_options
+        self._resource_version: str | None = None  # None: relist before watching
 
     async def run(self) -> None:
         """Follow the API until cancelled; errors are logged and retried with backoff."""
-        resource_version: str | None = None
         while True:
             try:
-                if resource_version is None:
-                    resource_version = await self._relist()
-                resource_version = await self._watch(resource_version)
+                if self._resource_version is None:
+                    self._resource_version = await self._relist()
+                await self._watch()
                 self._backoff.reset()
             except ApiException as error:
                 if error.status == HTTP_GONE:
                     log.info("watch history expired, relisting: %s", error.reason)
-                    resource_version = None
+                    self._resource_version = None
                     continue
                 await self._pause(f"API error {error.status} {error.reason}")
             except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as error:
@@ -100,12 +100,12 @@ class Reflector:
         resource_version: str = body["metadata"]["resourceVersion"]
         return resource_version
 
-    async def _watch(self, resource_version: str) -> str:
-        """Stream events until the server ends the watch; returns where to resume."""
+    async def _watch(self) -> None:
+        """Stream events until the server ends the watch, remembering where to resume."""
         async with watch.Watch(return_type="object") as stream:
             async for event in stream.stream(
                 self._list,
-                resource_version=resource_version,
+                resource_version=self._resource_version,
                 timeout_seconds=self._watch_timeout_s,
                 allow_watch_bookmarks=True,
                 **self._options,
@@ -113,8 +113,9 @@ class Reflector:
                 kind = event["type"]
                 if kind in ("ADDED", "MODIFIED", "DELETED"):
                     await self._apply(kind, event["raw_object"])
+                # Resume after the last event handled, also when the connection drops.
+                self._resource_version = event["raw_object"]["metadata"]["resourceVersion"]
                 self._backoff.reset()
-            return stream.resource_version or resource_version
 
     async def _apply(self, kind: EventType, obj: Object) -> None:
         key = object_key(obj)

@@ -1,0 +1,238 @@
+"""The built-in kinds the emulator serves, with their defaults, fields and printer columns.
+
+Only what Akri's agent, controller, kubelet emulator and a user's kubectl touch: Namespace,
+Node, Pod, Service, Event, ConfigMap, Secret, Lease, Job and CustomResourceDefinition.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+from akri.sim.apiserver.resources import Column, ResourceType
+from akri.sim.apiserver.selectors import field_path
+
+JSON = dict[str, Any]
+
+CRD_GROUP = "apiextensions.k8s.io"
+SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/12")
+
+
+def _get(obj: JSON, path: str) -> Any:
+    value: Any = obj
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _path(path: str) -> Any:
+    return lambda obj: _get(obj, path)
+
+
+NAME = Column("Name", "string", _path("metadata.name"), "Name of the object", format="name")
+AGE = Column("Age", "date", _path("metadata.creationTimestamp"), "Time since creation")
+
+
+def _node_status(node: JSON) -> str:
+    conditions = _get(node, "status.conditions") or []
+    ready = next((c for c in conditions if c.get("type") == "Ready"), None)
+    status = (
+        "Unknown" if ready is None else ("Ready" if ready.get("status") == "True" else "NotReady")
+    )
+    if _get(node, "spec.unschedulable"):
+        status += ",SchedulingDisabled"
+    return status
+
+
+def _pod_ready(pod: JSON) -> str:
+    statuses = _get(pod, "status.containerStatuses") or []
+    ready = sum(1 for s in statuses if s.get("ready"))
+    return f"{ready}/{len(_get(pod, 'spec.containers') or [])}"
+
+
+def _pod_status(pod: JSON) -> str:
+    if _get(pod, "metadata.deletionTimestamp"):
+        return "Terminating"
+    return str(_get(pod, "status.reason") or _get(pod, "status.phase") or "Pending")
+
+
+def _restarts(pod: JSON) -> int:
+    return sum(s.get("restartCount", 0) for s in _get(pod, "status.containerStatuses") or [])
+
+
+def _count(path: str, *more: str) -> Any:
+    return lambda obj: sum(len(_get(obj, p) or {}) for p in (path, *more))
+
+
+def _event_object(event: JSON) -> str:
+    involved = event.get("involvedObject") or {}
+    return f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}"
+
+
+def _job_completions(job: JSON) -> str:
+    return f"{_get(job, 'status.succeeded') or 0}/{_get(job, 'spec.completions') or 1}"
+
+
+def _prepare_namespace(namespace: JSON) -> None:
+    namespace.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+    namespace["status"] = {"phase": "Active"}
+
+
+def _prepare_pod(pod: JSON) -> None:
+    spec = pod.setdefault("spec", {})
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+
+
+def _service_preparer() -> Callable[[JSON], None]:
+    """Defaults for Services; each server allocates cluster IPs from its own range."""
+    cluster_ips = (str(ip) for ip in itertools.islice(SERVICE_CIDR.hosts(), 10, None))
+
+    def prepare(service: JSON) -> None:
+        spec = service.setdefault("spec", {})
+        spec.setdefault("type", "ClusterIP")
+        if spec.get("clusterIP") != "None":
+            spec.setdefault("clusterIP", next(cluster_ips))
+        spec.setdefault("clusterIPs", [spec["clusterIP"]] if spec.get("clusterIP") else [])
+        for port in spec.get("ports") or []:
+            port.setdefault("protocol", "TCP")
+            port.setdefault("targetPort", port.get("port"))
+        service["status"] = {"loadBalancer": {}}
+
+    return prepare
+
+
+def _prepare_secret(secret: JSON) -> None:
+    secret.setdefault("type", "Opaque")
+
+
+def _prepare_job(job: JSON) -> None:
+    spec = job.setdefault("spec", {})
+    spec.setdefault("completions", 1)
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 6)
+
+
+def _fields(*paths: str) -> dict[str, Any]:
+    return {path: field_path(path) for path in paths}
+
+
+def _event_fields() -> dict[str, Any]:
+    fields = _fields("reason", "reportingComponent", "type")
+    fields["source"] = field_path("source.component")
+    for name in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"):
+        fields[f"involvedObject.{name}"] = field_path(f"involvedObject.{name}")
+    return fields
+
+
+def builtin_kinds() -> list[ResourceType]:
+    """Fresh definitions of every built-in kind."""
+    return [
+        ResourceType(
+            "", "v1", "Namespace", "namespaces", "namespace", False, ("ns",),
+            subresources=frozenset({"status"}),
+            columns=(NAME, Column("Status", "string", _path("status.phase")), AGE),
+            field_labels=_fields("status.phase"),
+            prepare_create=_prepare_namespace,
+        ),
+        ResourceType(
+            "", "v1", "Node", "nodes", "node", False, ("no",),
+            subresources=frozenset({"status"}),
+            columns=(
+                NAME,
+                Column("Status", "string", _node_status),
+                Column("Roles", "string", lambda _: "<none>"),
+                AGE,
+                Column("Version", "string", _path("status.nodeInfo.kubeletVersion")),
+            ),
+            field_labels=_fields("spec.unschedulable"),
+        ),
+        ResourceType(
+            "", "v1", "Pod", "pods", "pod", True, ("po",), ("all",),
+            subresources=frozenset({"status", "binding"}),
+            columns=(
+                NAME,
+                Column("Ready", "string", _pod_ready),
+                Column("Status", "string", _pod_status),
+                Column("Restarts", "integer", _restarts),
+                AGE,
+                Column("IP", "string", _path("status.podIP"), priority=1),
+                Column("Node", "string", _path("spec.nodeName"), priority=1),
+            ),
+            field_labels=_fields(
+                "spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
+                "spec.serviceAccountName", "spec.hostNetwork", "status.phase", "status.podIP",
+                "status.nominatedNodeName",
+            ),
+            status_on_create={"phase": "Pending"},
+            prepare_create=_prepare_pod,
+            tracks_generation=True,
+            returns_deleted_object=True,
+        ),
+        ResourceType(
+            "", "v1", "Service", "services", "service", True, ("svc",), ("all",),
+            subresources=frozenset({"status"}),
+            columns=(
+                NAME,
+                Column("Type", "string", _path("spec.type")),
+                Column("Cluster-IP", "string", _path("spec.clusterIP")),
+                AGE,
+                Column("Selector", "string", _path("spec.selector"), priority=1),
+            ),
+            prepare_create=_service_preparer(),
+            returns_deleted_object=True,
+        ),
+        ResourceType(
+            "", "v1", "Event", "events", "event", True, ("ev",),
+            columns=(
+                Column("Last Seen", "date", _path("lastTimestamp")),
+                Column("Type", "string", _path("type")),
+                Column("Reason", "string", _path("reason")),
+                Column("Object", "string", _event_object),
+                Column("Message", "string", _path("message")),
+            ),
+            field_labels=_event_fields(),
+        ),
+        ResourceType(
+            "", "v1", "ConfigMap", "configmaps", "configmap", True, ("cm",),
+            columns=(NAME, Column("Data", "integer", _count("data", "binaryData")), AGE),
+        ),
+        ResourceType(
+            "", "v1", "Secret", "secrets", "secret", True,
+            columns=(
+                NAME,
+                Column("Type", "string", _path("type")),
+                Column("Data", "integer", _count("data")),
+                AGE,
+            ),
+            field_labels=_fields("type"),
+            prepare_create=_prepare_secret,
+        ),
+        ResourceType(
+            "coordination.k8s.io", "v1", "Lease", "leases", "lease", True,
+            columns=(NAME, Column("Holder", "string", _path("spec.holderIdentity")), AGE),
+        ),
+        ResourceType(
+            "batch", "v1", "Job", "jobs", "job", True, (), ("all",),
+            subresources=frozenset({"status"}),
+            columns=(NAME, Column("Completions", "string", _job_completions), AGE),
+            field_labels=_fields("status.successful"),
+            status_on_create={},
+            prepare_create=_prepare_job,
+            tracks_generation=True,
+            orphan_by_default=True,
+        ),
+        ResourceType(
+            CRD_GROUP, "v1", "CustomResourceDefinition", "customresourcedefinitions",
+            "customresourcedefinition", False, ("crd", "crds"), ("api-extensions",),
+            subresources=frozenset({"status"}),
+            columns=(
+                NAME,
+                Column("Created At", "string", _path("metadata.creationTimestamp")),
+            ),
+            tracks_generation=True,
+        ),
+    ]  # fmt: skip

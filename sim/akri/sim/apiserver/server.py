@@ -1,0 +1,153 @@
+"""`ApiServer`: the emulator's lifecycle, kubeconfig and CRD loading."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from akri.sim.apiserver import errors
+from akri.sim.apiserver.admin import AdminHandlers
+from akri.sim.apiserver.collector import GarbageCollector
+from akri.sim.apiserver.core_kinds import CRD_GROUP, builtin_kinds
+from akri.sim.apiserver.faults import Faults
+from akri.sim.apiserver.handlers import ApiHandlers, pause_gate, status_errors
+from akri.sim.apiserver.operations import Operations
+from akri.sim.apiserver.resources import Registry
+from akri.sim.apiserver.store import DEFAULT_HISTORY, Store
+
+CONTEXT = "akri-sim"
+_SHUTDOWN_TIMEOUT_S = 2.0
+
+
+def kubeconfig(url: str) -> dict[str, Any]:
+    """A kubeconfig for kubectl and kubernetes_asyncio: plain HTTP, a dummy token."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": CONTEXT, "cluster": {"server": url}}],
+        "users": [{"name": CONTEXT, "user": {"token": "akri-sim"}}],
+        "contexts": [
+            {
+                "name": CONTEXT,
+                "context": {"cluster": CONTEXT, "user": CONTEXT, "namespace": "default"},
+            }
+        ],
+        "current-context": CONTEXT,
+        "preferences": {},
+    }
+
+
+class ApiServer:
+    """An in-memory Kubernetes API server on a local TCP port."""
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        history_limit: int = DEFAULT_HISTORY,
+        bookmark_interval_s: float = 60.0,
+        fault_seed: int | None = None,
+    ) -> None:
+        self._host = host
+        self._port = port
+        registry = Registry()
+        for kind in builtin_kinds():
+            registry.add(kind)
+        self.operations = Operations(registry, Store(history_limit))
+        self.faults = Faults(fault_seed)
+        self._collector = GarbageCollector(self.operations)
+        self._handlers = ApiHandlers(self.operations, self.faults, bookmark_interval_s)
+        self._runner: web.AppRunner | None = None
+        self._collector_task: asyncio.Task[None] | None = None
+        self._url = ""
+
+    @property
+    def url(self) -> str:
+        if not self._url:
+            raise RuntimeError("the server is not started")
+        return self._url
+
+    async def start(self) -> None:
+        app = web.Application(middlewares=[pause_gate(self.faults), status_errors])
+        app.add_routes(AdminHandlers(self.faults).routes())
+        app.add_routes(self._handlers.routes())
+        # Cancel a handler when its client goes away, so abandoned watches end at once.
+        self._runner = web.AppRunner(
+            app, handler_cancellation=True, shutdown_timeout=_SHUTDOWN_TIMEOUT_S, access_log=None
+        )
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self._host, self._port)
+        await site.start()
+        port = self._runner.addresses[0][1]
+        self._url = f"http://{self._host}:{port}"
+        self._collector_task = asyncio.create_task(self._collector.run(), name="apiserver-gc")
+
+    async def stop(self) -> None:
+        """End every watch, stop serving and stop the collector."""
+        self.faults.resume()
+        self.faults.drop_watches()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._collector_task is not None:
+            self._collector_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._collector_task
+            self._collector_task = None
+
+    async def __aenter__(self) -> ApiServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    def write_kubeconfig(self, path: str | os.PathLike[str]) -> Path:
+        target = Path(path)
+        target.write_text(yaml.safe_dump(kubeconfig(self.url), sort_keys=False))
+        return target
+
+    async def apply_crds(self, paths: Iterable[str | os.PathLike[str]]) -> None:
+        """Create or replace the CRDs in YAML files, as POST/PUT to apiextensions.k8s.io/v1."""
+        await self.apply_definitions(load_definitions(paths))
+
+    async def apply_definitions(self, documents: Iterable[dict[str, Any]]) -> None:
+        """Create or replace CustomResourceDefinition documents."""
+        crds = self.operations.kind(CRD_GROUP, "v1", "customresourcedefinitions")
+        for document in documents:
+            name = document["metadata"]["name"]
+            try:
+                current = self.operations.get(crds, "", name)
+            except errors.ApiError as error:
+                if error.code != 404:
+                    raise
+                self.operations.create(crds, None, document)
+                continue
+            document["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            self.operations.update(crds, "", name, document)
+
+
+def load_definitions(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+    """CRD documents from small local YAML files (read synchronously: they are tiny)."""
+    documents = []
+    for path in paths:
+        for document in yaml.safe_load_all(Path(path).read_text()):
+            if not document:
+                continue
+            if document.get("kind") != "CustomResourceDefinition":
+                raise ValueError(f"{path}: not a CustomResourceDefinition: {document.get('kind')}")
+            documents.append(document)
+    return documents

@@ -1,0 +1,116 @@
+"""Object storage: one global resourceVersion counter, objects per kind, a watch hub per kind.
+
+No semantics beyond versioning live here (see `operations`). Stored objects are never mutated
+after they are written, so watch events and list results share them without copying; `get`
+returns a private copy for callers that build the next version of an object.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from akri.sim.apiserver.watchcache import ADDED, DELETED, MODIFIED, WatchEvent, WatchHub
+
+JSON = dict[str, Any]
+Key = tuple[str, str]  # (group, plural)
+Listener = Callable[[Key, WatchEvent], None]
+
+DEFAULT_HISTORY = 1000
+
+
+def identity(obj: JSON) -> tuple[str, str]:
+    metadata = obj["metadata"]
+    return (metadata.get("namespace", ""), metadata["name"])
+
+
+class Store:
+    """Every object of every kind; all writes bump the one global revision."""
+
+    def __init__(self, history_limit: int = DEFAULT_HISTORY) -> None:
+        self._revision = 0
+        self._history_limit = history_limit
+        self._objects: dict[Key, dict[tuple[str, str], JSON]] = {}
+        self._hubs: dict[Key, WatchHub] = {}
+        self._uids: dict[str, tuple[Key, tuple[str, str]]] = {}
+        self.listeners: list[Listener] = []
+
+    @property
+    def revision(self) -> int:
+        return self._revision
+
+    def add_kind(self, key: Key) -> None:
+        if key not in self._objects:
+            self._objects[key] = {}
+            self._hubs[key] = WatchHub(self._history_limit)
+
+    def remove_kind(self, key: Key) -> None:
+        """Delete every object of a kind (with DELETED events) and end its watches."""
+        for namespace, name in list(self._objects.get(key, {})):
+            self.delete(key, namespace, name)
+        self._objects.pop(key, None)
+        hub = self._hubs.pop(key, None)
+        if hub is not None:
+            hub.end_all()
+
+    def has_kind(self, key: Key) -> bool:
+        return key in self._objects
+
+    def hub(self, key: Key) -> WatchHub:
+        return self._hubs[key]
+
+    def peek(self, key: Key, namespace: str, name: str) -> JSON | None:
+        """The stored object itself: read-only."""
+        return self._objects[key].get((namespace, name))
+
+    def get(self, key: Key, namespace: str, name: str) -> JSON | None:
+        """A private copy the caller may change."""
+        found = self.peek(key, namespace, name)
+        return copy.deepcopy(found) if found is not None else None
+
+    def objects(self, key: Key, namespace: str | None = None) -> list[JSON]:
+        """Stored objects (read-only) sorted by namespace and name."""
+        bucket = self._objects[key]
+        return [bucket[k] for k in sorted(bucket) if namespace is None or k[0] == namespace]
+
+    def everything(self) -> Iterator[tuple[Key, JSON]]:
+        for key, bucket in list(self._objects.items()):
+            for obj in list(bucket.values()):
+                yield key, obj
+
+    def by_uid(self, uid: str) -> JSON | None:
+        location = self._uids.get(uid)
+        return self._objects[location[0]].get(location[1]) if location else None
+
+    def create(self, key: Key, obj: JSON) -> JSON:
+        stored = self._stamp(obj)
+        self._objects[key][identity(stored)] = stored
+        self._uids[stored["metadata"]["uid"]] = (key, identity(stored))
+        self._publish(key, WatchEvent(ADDED, stored, self._revision))
+        return stored
+
+    def update(self, key: Key, obj: JSON) -> JSON:
+        previous = self._objects[key][identity(obj)]
+        stored = self._stamp(obj)
+        self._objects[key][identity(stored)] = stored
+        self._publish(key, WatchEvent(MODIFIED, stored, self._revision, previous))
+        return stored
+
+    def delete(self, key: Key, namespace: str, name: str, final: JSON | None = None) -> JSON:
+        """Remove an object; its DELETED event shows `final` (default: the stored state)."""
+        removed = self._objects[key].pop((namespace, name))
+        self._uids.pop(removed["metadata"].get("uid", ""), None)
+        final = self._stamp(copy.deepcopy(final if final is not None else removed))
+        self._publish(key, WatchEvent(DELETED, final, self._revision))
+        return final
+
+    def _stamp(self, obj: JSON) -> JSON:
+        self._revision += 1
+        obj["metadata"]["resourceVersion"] = str(self._revision)
+        return obj
+
+    def _publish(self, key: Key, event: WatchEvent) -> None:
+        self._hubs[key].publish(event)
+        for listener in self.listeners:
+            listener(key, event)

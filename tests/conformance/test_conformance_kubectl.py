@@ -1,0 +1,172 @@
+"""kubectl round trips: what a person does against `akri sim` must work as on a real cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conformance.support import DEADLINE_S, GROUP, PLURAL, VERSION, WIDGET_CRD, Cluster
+
+pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
+
+
+class Kubectl:
+    """Runs kubectl with the cluster's kubeconfig and a private discovery cache."""
+
+    def __init__(self, cluster: Cluster, home: Path, namespace: str) -> None:
+        self.env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(home),
+            "KUBECONFIG": str(cluster.kubeconfig),
+        }
+        self.namespace = namespace
+
+    async def spawn(self, *args: str) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            "kubectl", "-n", self.namespace, *args,
+            env=self.env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+
+    async def __call__(self, *args: str, ok: bool = True) -> str:
+        process = await self.spawn(*args)
+        try:
+            async with asyncio.timeout(DEADLINE_S):
+                out, err = await process.communicate()
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        if ok:
+            assert process.returncode == 0, err.decode()
+            return out.decode()
+        assert process.returncode != 0, out.decode()
+        return err.decode()
+
+
+@pytest.fixture
+def kubectl(cluster: Cluster, tmp_path: Path, namespace: str) -> Kubectl:
+    return Kubectl(cluster, tmp_path, namespace)
+
+
+@pytest.fixture
+async def applied_crd(kubectl: Kubectl, tmp_path: Path) -> AsyncIterator[Path]:
+    path = tmp_path / "crd.yaml"
+    path.write_text(yaml.safe_dump(WIDGET_CRD))
+    assert "created" in await kubectl("apply", "-f", str(path))
+    await kubectl("wait", "--for=condition=Established", f"crd/{PLURAL}.{GROUP}")
+    yield path
+    await kubectl("delete", "-f", str(path))
+
+
+def write_widget(path: Path, color: str, capacity: int) -> Path:
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Widget",
+        "metadata": {"name": "w1"},
+        "spec": {"color": color, "capacity": capacity},
+    }
+    path.write_text(yaml.safe_dump(body))
+    return path
+
+
+async def test_get_and_describe_nodes_and_namespaces(
+    kubectl: Kubectl, namespace: str, tmp_path: Path
+) -> None:
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": f"node-{namespace}"},
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+            "nodeInfo": {"kubeletVersion": "v1.32.0"},
+        },
+    }
+    manifest = tmp_path / "node.yaml"
+    manifest.write_text(yaml.safe_dump(node))
+    await kubectl("apply", "-f", str(manifest))
+    try:
+        out = await kubectl("get", "nodes,ns")
+        assert f"namespace/{namespace}" in out
+        assert "Active" in out
+        assert f"node/node-{namespace}" in out
+        described = await kubectl("describe", "node", f"node-{namespace}")
+        assert "KubeletReady" in described
+    finally:
+        await kubectl("delete", "-f", str(manifest))
+
+
+async def test_apply_get_patch_describe_delete_a_custom_object(
+    kubectl: Kubectl, applied_crd: Path, tmp_path: Path
+) -> None:
+    manifest = write_widget(tmp_path / "w1.yaml", "red", 2)
+    assert "created" in await kubectl("apply", "-f", str(manifest))
+    table = (await kubectl("get", "widgets")).splitlines()
+    assert table[0].split() == ["NAME", "COLOR", "CAPACITY", "AGE"]
+    assert table[1].split()[:3] == ["w1", "red", "2"]
+
+    write_widget(manifest, "blue", 2)
+    assert "configured" in await kubectl("apply", "-f", str(manifest))
+    await kubectl("patch", "widget", "w1", "--type=merge", "-p", '{"spec":{"capacity":4}}')
+    shown = await kubectl("get", "wdg", "w1", "-o", "jsonpath={.spec.color}/{.spec.capacity}")
+    assert shown == "blue/4"
+
+    write_widget(manifest, "green", 2)
+    refused = await kubectl("apply", "-f", str(manifest), ok=False)
+    assert "spec.color" in refused
+
+    described = await kubectl("describe", "widget", "w1")
+    assert "Capacity:  4" in described
+    assert "Events:" in described
+    assert "deleted" in await kubectl("delete", "widget", "w1")
+    assert await kubectl("get", "widgets", "-o", "name") == ""
+
+
+async def test_strategic_patch_and_describe_of_builtins(
+    kubectl: Kubectl, tmp_path: Path, namespace: str
+) -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p1", "labels": {"app": "demo"}},
+        "spec": {
+            "containers": [{"name": "c", "image": "busybox", "env": [{"name": "A", "value": "1"}]}]
+        },
+    }
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(yaml.safe_dump(pod))
+    await kubectl("apply", "-f", str(manifest))
+    pod["metadata"]["labels"] = {"app": "demo", "tier": "web"}  # type: ignore[index]
+    manifest.write_text(yaml.safe_dump(pod))
+    assert "configured" in await kubectl("apply", "-f", str(manifest))
+    patch = '{"spec":{"containers":[{"name":"c","env":[{"name":"B","value":"2"}]}]}}'
+    await kubectl("patch", "pod", "p1", "-p", patch)
+    env = await kubectl("get", "pod", "p1", "-o", "jsonpath={.spec.containers[0].env[*].name}")
+    assert env == "A B"
+    assert "p1" in await kubectl("get", "pods", "-l", "tier=web")
+    described = await kubectl("describe", "pod", "p1")
+    assert "busybox" in described
+    assert ["Namespace:", namespace] in [line.split() for line in described.splitlines()]
+
+
+async def test_get_watch_receives_a_change(
+    kubectl: Kubectl, applied_crd: Path, tmp_path: Path
+) -> None:
+    await kubectl("apply", "-f", str(write_widget(tmp_path / "w1.yaml", "red", 1)))
+    watcher = await kubectl.spawn("get", "widgets", "-w", "--no-headers")
+    assert watcher.stdout is not None
+    try:
+        async with asyncio.timeout(DEADLINE_S):
+            first = (await watcher.stdout.readline()).decode()
+            assert first.split()[:3] == ["w1", "red", "1"]
+            await kubectl("patch", "widget", "w1", "--type=merge", "-p", '{"spec":{"capacity":7}}')
+            second = (await watcher.stdout.readline()).decode()
+        assert second.split()[:3] == ["w1", "red", "7"]
+    finally:
+        watcher.kill()
+        await watcher.wait()

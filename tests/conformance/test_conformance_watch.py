@@ -1,0 +1,248 @@
+"""Watch streams: event types, resume by resourceVersion, 410, selectors, timeouts, bookmarks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client, watch
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from akri.sim.apiserver import ApiServer
+from tests.conformance.support import (
+    DEADLINE_S,
+    GROUP,
+    PLURAL,
+    VERSION,
+    Cluster,
+    new_client,
+    raw_get,
+    widget,
+)
+
+Event = dict[str, Any]
+
+
+def config_map(name: str, **labels: str) -> client.V1ConfigMap:
+    return client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name, labels=labels or None))
+
+
+async def take(events: AsyncIterator[Event], count: int) -> list[Event]:
+    """The next `count` events, or a failure at the deadline."""
+    received: list[Event] = []
+    async with asyncio.timeout(DEADLINE_S):
+        async for event in events:
+            received.append(event)
+            if len(received) == count:
+                break
+    return received
+
+
+def summary(events: list[Event]) -> list[tuple[str, str]]:
+    return [(e["type"], e["raw_object"]["metadata"]["name"]) for e in events]
+
+
+async def test_added_modified_deleted_in_order(core: client.CoreV1Api, namespace: str) -> None:
+    since = (await core.list_namespaced_config_map(namespace)).metadata.resource_version
+    async with watch.Watch() as stream:
+        events = stream.stream(core.list_namespaced_config_map, namespace, resource_version=since)
+        await core.create_namespaced_config_map(namespace, config_map("cm"))
+        await core.patch_namespaced_config_map("cm", namespace, {"data": {"k": "v"}})
+        await core.delete_namespaced_config_map("cm", namespace)
+        received = await take(events, 3)
+    assert summary(received) == [("ADDED", "cm"), ("MODIFIED", "cm"), ("DELETED", "cm")]
+    versions = [int(e["raw_object"]["metadata"]["resourceVersion"]) for e in received]
+    assert versions == sorted(versions)
+    assert len(set(versions)) == 3
+    assert received[1]["object"].data == {"k": "v"}
+
+
+async def test_watch_without_version_starts_with_existing_objects(
+    core: client.CoreV1Api, namespace: str
+) -> None:
+    await core.create_namespaced_config_map(namespace, config_map("old", mark="x"))
+    async with watch.Watch() as stream:
+        events = stream.stream(core.list_namespaced_config_map, namespace, label_selector="mark")
+        first = await take(events, 1)
+        await core.create_namespaced_config_map(namespace, config_map("new", mark="y"))
+        second = await take(events, 1)
+    assert summary(first + second) == [("ADDED", "old"), ("ADDED", "new")]
+
+
+async def test_resume_after_reconnect_misses_nothing(
+    core: client.CoreV1Api, namespace: str
+) -> None:
+    since = (await core.list_namespaced_config_map(namespace)).metadata.resource_version
+    async with watch.Watch() as stream:
+        events = stream.stream(core.list_namespaced_config_map, namespace, resource_version=since)
+        await core.create_namespaced_config_map(namespace, config_map("first"))
+        (seen,) = await take(events, 1)
+    last = seen["raw_object"]["metadata"]["resourceVersion"]
+    for index in range(5):  # changes while nobody watches
+        await core.create_namespaced_config_map(namespace, config_map(f"while-away-{index}"))
+    await core.patch_namespaced_config_map("first", namespace, {"data": {"k": "v"}})
+    async with watch.Watch() as stream:
+        events = stream.stream(core.list_namespaced_config_map, namespace, resource_version=last)
+        resumed = await take(events, 6)
+    assert summary(resumed) == [("ADDED", f"while-away-{i}") for i in range(5)] + [
+        ("MODIFIED", "first")
+    ]
+
+
+@pytest.mark.emulator_only
+async def test_too_old_resource_version_is_410(tmp_path: Path) -> None:
+    async with ApiServer(history_limit=3) as server:
+        cluster = Cluster(server.write_kubeconfig(tmp_path / "kubeconfig"), server)
+        async with await new_client(cluster) as api:
+            core = client.CoreV1Api(api)
+            since = (await core.list_namespaced_config_map("default")).metadata.resource_version
+            for index in range(5):
+                await core.create_namespaced_config_map("default", config_map(f"cm-{index}"))
+            async with watch.Watch() as stream:
+                events = stream.stream(
+                    core.list_namespaced_config_map,
+                    "default",
+                    resource_version=since,
+                    timeout_seconds=DEADLINE_S,
+                )
+                with pytest.raises(ApiException) as caught:
+                    await take(events, 1)
+            assert caught.value.status == 410
+    await asyncio.get_running_loop().shutdown_default_executor()
+
+
+async def test_label_selector_transitions_become_added_and_deleted(
+    core: client.CoreV1Api, namespace: str
+) -> None:
+    await core.create_namespaced_config_map(namespace, config_map("cm"))
+    since = (await core.list_namespaced_config_map(namespace)).metadata.resource_version
+    async with watch.Watch() as stream:
+        events = stream.stream(
+            core.list_namespaced_config_map,
+            namespace,
+            label_selector="app=x",
+            resource_version=since,
+        )
+        await core.patch_namespaced_config_map("cm", namespace, {"data": {"unseen": "1"}})
+        await core.patch_namespaced_config_map(
+            "cm", namespace, {"metadata": {"labels": {"app": "x"}}}
+        )
+        await core.patch_namespaced_config_map("cm", namespace, {"data": {"seen": "1"}})
+        await core.patch_namespaced_config_map(
+            "cm", namespace, {"metadata": {"labels": {"app": None}}}
+        )
+        received = await take(events, 3)
+    assert summary(received) == [("ADDED", "cm"), ("MODIFIED", "cm"), ("DELETED", "cm")]
+
+
+async def test_field_selector_on_pods(core: client.CoreV1Api, namespace: str) -> None:
+    since = (await core.list_namespaced_pod(namespace)).metadata.resource_version
+    async with watch.Watch() as stream:
+        events = stream.stream(
+            core.list_pod_for_all_namespaces,
+            field_selector="spec.nodeName=node-a",
+            resource_version=since,
+        )
+        for name, node in [("elsewhere", "node-b"), ("here", "node-a")]:
+            body = client.V1Pod(
+                metadata=client.V1ObjectMeta(name=name),
+                spec=client.V1PodSpec(
+                    node_name=node, containers=[client.V1Container(name="c", image="i")]
+                ),
+            )
+            await core.create_namespaced_pod(namespace, body)
+        received = await take(events, 1)
+    assert summary(received) == [("ADDED", "here")]
+
+
+async def test_custom_objects_across_namespaces(
+    custom: client.CustomObjectsApi, namespace: str, widgets: None
+) -> None:
+    listed = await custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)
+    since = listed["metadata"]["resourceVersion"]
+    async with watch.Watch() as stream:
+        events = stream.stream(
+            custom.list_cluster_custom_object, GROUP, VERSION, PLURAL, resource_version=since
+        )
+        await custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, widget("w"))
+        (event,) = await take(events, 1)
+    assert event["type"] == "ADDED"
+    assert event["object"]["kind"] == "Widget"
+    assert event["object"]["spec"]["capacity"] == 1  # defaulted by the schema
+
+
+async def test_timeout_seconds_ends_the_stream(core: client.CoreV1Api, namespace: str) -> None:
+    since = (await core.list_namespaced_config_map(namespace)).metadata.resource_version
+    received = []
+    async with watch.Watch() as stream, asyncio.timeout(DEADLINE_S):
+        async for event in stream.stream(
+            core.list_namespaced_config_map, namespace, resource_version=since, timeout_seconds=1
+        ):
+            received.append(event)
+    assert received == []
+
+
+@pytest.mark.emulator_only
+async def test_bookmarks_carry_a_resumable_version(core: client.CoreV1Api, namespace: str) -> None:
+    since = (await core.list_namespaced_config_map(namespace)).metadata.resource_version
+    async with watch.Watch() as stream:
+        events = stream.stream(
+            core.list_namespaced_config_map,
+            namespace,
+            resource_version=since,
+            allow_watch_bookmarks=True,
+        )
+        (bookmark,) = await take(events, 1)
+    assert bookmark["type"] == "BOOKMARK"
+    assert int(bookmark["raw_object"]["metadata"]["resourceVersion"]) >= int(since)
+
+
+@pytest.mark.parametrize("flag", ["true", "True", "1"])
+async def test_watch_flag_spellings(api: client.ApiClient, flag: str) -> None:
+    async with asyncio.timeout(DEADLINE_S):
+        response = await raw_get(api, "/api/v1/namespaces", {"watch": flag})
+        line = await response.content.readline()
+        response.release()
+    assert response.status == 200
+    event = json.loads(line)  # a watch event, not a NamespaceList
+    assert event["type"] == "ADDED"
+    assert event["object"]["kind"] == "Namespace"
+
+
+async def test_watch_stream_is_newline_delimited_json(
+    core: client.CoreV1Api, api: client.ApiClient, namespace: str
+) -> None:
+    await core.create_namespaced_config_map(namespace, config_map("cm"))
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    async with asyncio.timeout(DEADLINE_S):
+        response = await raw_get(api, path, {"watch": "true", "timeoutSeconds": "1"})
+        line = await response.content.readline()
+        response.release()
+    event = json.loads(line)
+    assert event["type"] == "ADDED"
+    assert event["object"]["metadata"]["name"] == "cm"
+
+
+@pytest.mark.emulator_only
+async def test_send_initial_events_ends_with_a_marked_bookmark(
+    api: client.ApiClient, namespace: str
+) -> None:
+    query = {
+        "watch": "true",
+        "sendInitialEvents": "true",
+        "allowWatchBookmarks": "true",
+        "resourceVersionMatch": "NotOlderThan",
+        "fieldSelector": f"metadata.name={namespace}",
+    }
+    async with asyncio.timeout(DEADLINE_S):
+        response = await raw_get(api, "/api/v1/namespaces", query)
+        lines = [await response.content.readline() for _ in range(2)]
+        response.release()
+    added, bookmark = (json.loads(line) for line in lines)
+    assert (added["type"], added["object"]["metadata"]["name"]) == ("ADDED", namespace)
+    assert bookmark["type"] == "BOOKMARK"
+    assert bookmark["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}

@@ -1,0 +1,127 @@
+"""The list+watch reflector against the emulated API: resume, relist on 410, no missed deletes."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import AsyncIterator
+
+import pytest
+from kubernetes_asyncio import client
+
+from akri.kube.reflector import EventType, Object, Reflector
+from akri.sim.apiserver import ApiServer
+from tests.support import eventually
+
+
+def config_map(name: str) -> client.V1ConfigMap:
+    return client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name), data={"v": "1"})
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[EventType, str]] = []
+
+    async def __call__(self, kind: EventType, obj: Object) -> None:
+        self.events.append((kind, obj["metadata"]["name"]))
+
+
+@pytest.fixture
+def core(api: client.ApiClient) -> client.CoreV1Api:
+    return client.CoreV1Api(api)
+
+
+@pytest.fixture
+async def followed(core: client.CoreV1Api) -> AsyncIterator[tuple[Reflector, Recorder]]:
+    recorder = Recorder()
+    reflector = Reflector(
+        functools.partial(core.list_namespaced_config_map, "default"),
+        recorder,
+        watch_timeout_s=1,  # short server-side timeouts exercise resuming on every test
+    )
+    task = asyncio.create_task(reflector.run())
+    await asyncio.wait_for(reflector.synced.wait(), 10)
+    yield reflector, recorder
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_list_then_watch_delivers_every_change_in_order(
+    core: client.CoreV1Api, followed: tuple[Reflector, Recorder]
+) -> None:
+    reflector, recorder = followed
+    await core.create_namespaced_config_map("default", config_map("a"))
+    await core.patch_namespaced_config_map("a", "default", {"data": {"v": "2"}})
+    await core.delete_namespaced_config_map("a", "default")
+
+    await eventually(lambda: len(recorder.events) >= 3, "three events")
+    assert recorder.events == [("ADDED", "a"), ("MODIFIED", "a"), ("DELETED", "a")]
+    assert ("default", "a") not in reflector.objects
+
+
+async def test_resumes_after_server_side_timeouts_and_dropped_connections(
+    apiserver: ApiServer, core: client.CoreV1Api, followed: tuple[Reflector, Recorder]
+) -> None:
+    reflector, recorder = followed
+    for i in range(5):
+        apiserver.faults.drop_watches()
+        await core.create_namespaced_config_map("default", config_map(f"cm-{i}"))
+
+    await eventually(lambda: len(reflector.objects) == 5, "five config maps")
+    assert sorted(name for kind, name in recorder.events if kind == "ADDED") == [
+        f"cm-{i}" for i in range(5)
+    ]
+
+
+async def test_gone_history_relists_and_reports_deletions_missed_meanwhile(
+    apiserver: ApiServer, core: client.CoreV1Api, followed: tuple[Reflector, Recorder]
+) -> None:
+    reflector, recorder = followed
+    await core.create_namespaced_config_map("default", config_map("keep"))
+    await core.create_namespaced_config_map("default", config_map("lose"))
+    await eventually(lambda: len(reflector.objects) == 2, "both objects")
+
+    apiserver.faults.add(verb="watch", resource="configmaps", status=410, count=1)
+    apiserver.faults.pause()
+    apiserver.faults.drop_watches()
+    apiserver.faults.resume()
+    await core.delete_namespaced_config_map("lose", "default")
+
+    await eventually(lambda: ("DELETED", "lose") in recorder.events, "the missed delete")
+    assert set(reflector.objects) == {("default", "keep")}
+
+
+async def test_a_failing_handler_does_not_stop_the_watch(
+    core: client.CoreV1Api,
+) -> None:
+    seen: list[str] = []
+
+    async def fragile(kind: EventType, obj: Object) -> None:
+        seen.append(obj["metadata"]["name"])
+        if obj["metadata"]["name"] == "bad":
+            raise RuntimeError("handler bug")
+
+    reflector = Reflector(functools.partial(core.list_namespaced_config_map, "default"), fragile)
+    task = asyncio.create_task(reflector.run())
+    try:
+        await core.create_namespaced_config_map("default", config_map("bad"))
+        await core.create_namespaced_config_map("default", config_map("good"))
+        await eventually(lambda: "good" in seen, "the event after the failing one")
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_survives_api_errors_with_backoff(
+    apiserver: ApiServer, core: client.CoreV1Api
+) -> None:
+    apiserver.faults.add(verb="list", resource="configmaps", status=500, count=2)
+    reflector = Reflector(functools.partial(core.list_namespaced_config_map, "default"))
+    reflector._backoff.initial = 0.01
+    task = asyncio.create_task(reflector.run())
+    try:
+        await asyncio.wait_for(reflector.synced.wait(), 10)
+        assert reflector._backoff.attempts == 0  # reset after the successful list
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

@@ -1,0 +1,137 @@
+"""Pure helpers of the emulator: JSONPath columns, ages, watch history, fault rules, versions."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from akri.sim.apiserver import jsonpath
+from akri.sim.apiserver.errors import ApiError
+from akri.sim.apiserver.faults import FaultRule, Faults, RequestInfo
+from akri.sim.apiserver.resources import version_priority
+from akri.sim.apiserver.tables import human_age, wants_table
+from akri.sim.apiserver.watchcache import ADDED, WatchEvent, WatchHub
+
+OBJ = {
+    "spec": {"nodes": ["a", "b"], "capacity": 2},
+    "status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "X", "status": "F"}]},
+}
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        (".spec.capacity", [2]),
+        ("{.spec.nodes}", [["a", "b"]]),
+        (".spec.nodes[1]", ["b"]),
+        (".spec.nodes[*]", ["a", "b"]),
+        ('.status.conditions[?(@.type=="Ready")].status', ["True"]),
+        (".spec.missing", []),
+        (".spec.nodes[5]", []),
+    ],
+)
+def test_jsonpath_subset(path: str, expected: list[object]) -> None:
+    assert jsonpath.evaluate(path, OBJ) == expected
+
+
+def test_unsupported_jsonpath_is_reported() -> None:
+    with pytest.raises(ValueError, match="unsupported"):
+        jsonpath.evaluate(".a..b", OBJ)
+
+
+NOW = datetime.datetime(2025, 1, 10, 12, 0, 0, tzinfo=datetime.UTC)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [(5, "5s"), (119, "119s"), (150, "2m30s"), (600, "10m"), (3 * 3600 + 60, "3h1m"),
+     (30 * 3600, "30h"), (3 * 86400, "3d"), (400 * 86400, "400d"), (800 * 86400, "2y70d")],
+)  # fmt: skip
+def test_human_age(seconds: int, shown: str) -> None:
+    then = (NOW - datetime.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert human_age(then, NOW) == shown
+
+
+def test_human_age_of_garbage() -> None:
+    assert human_age("yesterday", NOW) == "<unknown>"
+
+
+def test_table_negotiation() -> None:
+    assert wants_table("application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+    assert not wants_table("application/json, application/yaml")
+
+
+def event(rv: int) -> WatchEvent:
+    return WatchEvent(ADDED, {"metadata": {"name": str(rv)}}, rv)
+
+
+def test_watch_history_replays_and_expires() -> None:
+    hub = WatchHub(limit=3)
+    for rv in range(1, 6):
+        hub.publish(event(rv))
+    replay, subscription = hub.subscribe(2)
+    assert [e.rv for e in replay] == [3, 4, 5]
+    subscription.close()
+    with pytest.raises(ApiError) as caught:
+        hub.subscribe(1)
+    assert caught.value.code == 410
+
+
+def test_live_subscribers_receive_and_end() -> None:
+    hub = WatchHub(limit=10)
+    _, subscription = hub.subscribe(None)
+    hub.publish(event(1))
+    hub.end_all()
+    assert subscription.queue.get_nowait() == event(1)
+    assert subscription.queue.get_nowait() is None
+
+
+REQUEST = RequestInfo(
+    verb="patch", resource="instances", kind="Instance", group="akri.sh", name="i-1"
+)
+
+
+@pytest.mark.parametrize(
+    ("rule", "selected"),
+    [
+        (FaultRule(), True),
+        (FaultRule(verb="PATCH"), True),
+        (FaultRule(verb="get"), False),
+        (FaultRule(resource="instance"), True),
+        (FaultRule(resource="instances.akri.sh"), True),
+        (FaultRule(resource="instances/status"), False),
+        (FaultRule(name="i-2"), False),
+        (FaultRule(namespace="x"), False),
+    ],
+)
+def test_fault_rule_matching(rule: FaultRule, selected: bool) -> None:
+    assert rule.selects(REQUEST) is selected
+
+
+def test_fault_counts_and_delays_add_up() -> None:
+    faults = Faults(seed=1)
+    faults.add(verb="patch", status=409, count=2)
+    faults.add(delay=0.5)
+    decisions = [faults.decide(REQUEST) for _ in range(3)]
+    assert [d.status for d in decisions] == [409, 409, None]
+    assert all(d.delay == 0.5 for d in decisions)
+
+
+def test_invalid_fault_rules_are_refused() -> None:
+    with pytest.raises(ValueError, match="cannot be injected"):
+        FaultRule(status=418)
+    with pytest.raises(ValueError, match="probability"):
+        FaultRule(probability=2.0)
+
+
+def test_version_priority_orders_like_kubernetes() -> None:
+    versions = ["v1alpha1", "v2", "v1beta2", "v1", "v1beta1", "v0"]
+    assert sorted(versions, key=version_priority) == [
+        "v2",
+        "v1",
+        "v0",
+        "v1beta2",
+        "v1beta1",
+        "v1alpha1",
+    ]
