@@ -1,0 +1,1 @@
+"""Device plugin API v1beta1: generated messages and stubs plus hand-written constants."""

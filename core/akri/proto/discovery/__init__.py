@@ -1,0 +1,1 @@
+"""Akri's discovery-handler protocol."""

@@ -1,0 +1,1 @@
+"""Akri discovery protocol v0: generated messages and stubs."""

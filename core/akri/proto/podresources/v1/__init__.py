@@ -1,0 +1,1 @@
+"""PodResources API v1: generated messages and stubs."""

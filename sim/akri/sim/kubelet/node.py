@@ -1,0 +1,225 @@
+"""Connects a kubelet emulator to the Kubernetes API server, as a kubelet's API side does.
+
+Registers the Node, publishes the device resources' capacity and allocatable whenever they
+change (and a heartbeat every `heartbeat_s`), follows the Pods bound to the node, admits them
+through the emulator and writes their status: Running, with what Allocate answered in the
+`sim.akri.sh/allocations` annotation, or Failed with the admission reason. Pods that are
+deleted or reach a terminal phase free their devices.
+
+While the emulator is stopped ("node down") the bridge plays the node lifecycle controller and
+reports the Ready condition as Unknown; pods bound meanwhile are admitted once it is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import aiohttp
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from akri.backoff import Backoff
+from akri.kube.events import record_event
+from akri.kube.reflector import Object, Reflector
+from akri.sim.kubelet import objects
+from akri.sim.kubelet.kubelet import Kubelet
+from akri.sim.kubelet.model import AdmissionError
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_S: Final = 10.0
+"""How often the Ready condition's heartbeat is renewed (the kubelet's status frequency)."""
+HTTP_CONFLICT: Final = 409
+COMPONENT: Final = "kubelet"
+_API_ERRORS = (ApiException, aiohttp.ClientError, OSError, TimeoutError)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class NodeBridge:
+    """Runs until cancelled: `task = asyncio.create_task(NodeBridge(kubelet, api).run())`."""
+
+    def __init__(
+        self, kubelet: Kubelet, api_client: client.ApiClient, *, heartbeat_s: float = HEARTBEAT_S
+    ) -> None:
+        self._kubelet = kubelet
+        self._node = kubelet.node_name
+        self._core = client.CoreV1Api(api_client)
+        self._heartbeat_s = heartbeat_s
+        self._pods = Reflector(
+            self._core.list_pod_for_all_namespaces,
+            self._pod_changed,
+            field_selector=f"spec.nodeName={self._node}",
+        )
+        self._wake = asyncio.Event()
+        self._published: set[str] = set()
+        self._last_status: dict[str, Any] | None = None
+        self._ready: bool | None = None
+        self._transition = _now()
+        self._outcomes: dict[str, dict[str, Any]] = {}
+        """Pod uid -> the status the kubelet decided; written until the write succeeds."""
+        self._written: set[str] = set()
+
+    async def run(self) -> None:
+        await self._register_node()
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(self._pods.run(), name=f"bridge-pods-{self._node}")
+            tasks.create_task(self._follow_kubelet(), name=f"bridge-kubelet-{self._node}")
+            tasks.create_task(self._heartbeat(), name=f"bridge-heartbeat-{self._node}")
+            await self._pods.synced.wait()
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                await self._sync_pods()
+
+    # --- Node ------------------------------------------------------------------------------
+
+    async def _register_node(self) -> None:
+        """Create the Node (an existing one is adopted), retrying until the API answers."""
+        labels = {"kubernetes.io/hostname": self._node, "kubernetes.io/os": "linux"}
+        body = client.V1Node(metadata=client.V1ObjectMeta(name=self._node, labels=labels))
+        backoff = Backoff()
+        while True:
+            try:
+                await self._core.create_node(body)
+                return
+            except ApiException as error:
+                if error.status == HTTP_CONFLICT:
+                    return
+                reason: object = error.reason
+            except (aiohttp.ClientError, OSError, TimeoutError) as error:
+                reason = error
+            delay = backoff.next_delay()
+            log.warning(
+                "registering node %s failed (%s); retry in %.1fs", self._node, reason, delay
+            )
+            await asyncio.sleep(delay)
+
+    async def _follow_kubelet(self) -> None:
+        while True:
+            seen = self._kubelet.version
+            await self._publish_status(heartbeat=False)
+            self._wake.set()  # a kubelet back up admits the pods that waited for it
+            await self._kubelet.wait_for(functools.partial(self._kubelet_changed, seen))
+
+    def _kubelet_changed(self, seen: int) -> bool:
+        return self._kubelet.version != seen
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self._heartbeat_s)
+            await self._publish_status(heartbeat=True)
+            self._wake.set()  # also retries pod status writes that failed
+
+    async def _publish_status(self, *, heartbeat: bool) -> None:
+        """Write Node status when it changed, or to renew the heartbeat."""
+        ready = self._kubelet.running
+        if ready != self._ready:
+            self._ready, self._transition = ready, _now()
+        resources = self._kubelet.resources()
+        dropped = self._published - resources.keys()
+        status = objects.node_status(
+            resources, dropped, ready=ready, heartbeat=_now(), transition=self._transition
+        )
+        if not heartbeat and _without_heartbeat(status) == _without_heartbeat(self._last_status):
+            return
+        try:
+            await self._core.patch_node_status(self._node, {"status": status})
+        except _API_ERRORS as error:
+            log.warning("node status of %s not written: %s", self._node, error)
+            return
+        self._last_status = status
+        self._published |= resources.keys()
+
+    # --- Pods ------------------------------------------------------------------------------
+
+    async def _pod_changed(self, _kind: str, _pod: Object) -> None:
+        self._wake.set()
+
+    async def _sync_pods(self) -> None:
+        pods = {pod["metadata"]["uid"]: pod for pod in self._pods.objects.values()}
+        for uid in list(self._kubelet.pods):
+            pod = pods.get(uid)
+            if pod is None or _phase(pod) in objects.TERMINAL_PHASES:
+                self._kubelet.remove_pod(uid)  # deleted or completed: its devices are free
+        for uid in self._outcomes.keys() - pods.keys():
+            del self._outcomes[uid]
+            self._written.discard(uid)
+        for pod in sorted(pods.values(), key=_created):
+            uid = pod["metadata"]["uid"]
+            if uid not in self._outcomes:
+                if _phase(pod) in objects.TERMINAL_PHASES or not self._kubelet.running:
+                    continue
+                self._outcomes[uid] = await self._admit(pod)
+            if uid not in self._written and await self._write(pod, self._outcomes[uid]):
+                self._written.add(uid)
+
+    async def _admit(self, pod: Object) -> dict[str, Any]:
+        metadata = pod["metadata"]
+        init_containers, containers = objects.containers_of(pod)
+        try:
+            admitted = await self._kubelet.admit(
+                metadata["uid"],
+                metadata["name"],
+                metadata["namespace"],
+                init_containers,
+                containers,
+            )
+        except AdmissionError as error:
+            log.info("pod %s/%s rejected: %s", metadata["namespace"], metadata["name"], error)
+            return {"status": objects.failed_status(error.reason, error.message)}
+        return {
+            "metadata": {
+                "annotations": {objects.ALLOCATIONS_ANNOTATION: objects.allocations(admitted)}
+            },
+            "status": objects.running_status(pod, _now()),
+        }
+
+    async def _write(self, pod: Object, outcome: dict[str, Any]) -> bool:
+        """Annotation first, so whoever sees the pod Running can read its allocations."""
+        name, namespace = pod["metadata"]["name"], pod["metadata"]["namespace"]
+        try:
+            if "metadata" in outcome:
+                await self._core.patch_namespaced_pod(
+                    name, namespace, {"metadata": outcome["metadata"]}
+                )
+            await self._core.patch_namespaced_pod_status(
+                name, namespace, {"status": outcome["status"]}
+            )
+        except _API_ERRORS as error:
+            log.warning("status of pod %s/%s not written: %s", namespace, name, error)
+            return False
+        status = outcome["status"]
+        if status["phase"] == "Failed":
+            await record_event(
+                self._core,
+                {**pod, "apiVersion": "v1", "kind": "Pod"},
+                status["reason"],
+                status["message"],
+                component=COMPONENT,
+                kind="Warning",
+            )
+        return True
+
+
+def _phase(pod: Object) -> str:
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+def _created(pod: Object) -> str:
+    return str(pod["metadata"].get("creationTimestamp") or "")
+
+
+def _without_heartbeat(status: dict[str, Any] | None) -> object:
+    if status is None:
+        return None
+    conditions = [
+        {k: v for k, v in c.items() if k != "lastHeartbeatTime"} for c in status["conditions"]
+    ]
+    return {**status, "conditions": conditions}

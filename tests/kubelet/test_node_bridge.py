@@ -1,0 +1,172 @@
+"""The node bridge: a kubelet emulator published to the API server emulator."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client, config
+
+from akri.kube.reflector import Key, Object, Reflector
+from akri.sim.apiserver import ApiServer
+from akri.sim.kubelet import Kubelet
+from akri.sim.kubelet.changes import Changes
+from akri.sim.kubelet.node import NodeBridge
+from akri.sim.kubelet.objects import ALLOCATIONS_ANNOTATION
+from tests.kubelet.plugin import FakePlugin, device
+
+RESOURCE = "akri.sh/cam"
+NODE = "node-a"
+WAIT_S = 10.0
+
+
+class Follow:
+    """The test's own view of one kind, to wait on the API state without polling."""
+
+    def __init__(self, reflector_of: Callable[[Any], Reflector]) -> None:
+        self.changes = Changes()
+        self.reflector = reflector_of(self._changed)
+        self._task = asyncio.create_task(self.reflector.run(), name="test-follow")
+
+    async def _changed(self, _kind: str, _obj: Object) -> None:
+        self.changes.notify()
+
+    async def until(self, condition: Callable[[dict[Key, Object]], bool]) -> None:
+        async with asyncio.timeout(WAIT_S):
+            await self.changes.wait_for(lambda: condition(self.reflector.objects))
+
+    async def stop(self) -> None:
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+
+@pytest.fixture
+async def api(socket_dir: Path) -> AsyncIterator[client.ApiClient]:
+    async with ApiServer() as server:
+        kubeconfig = server.write_kubeconfig(socket_dir / "kubeconfig")
+        api = await config.new_client_from_config(config_file=str(kubeconfig), persist_config=False)
+        async with api:
+            yield api
+
+
+@pytest.fixture
+def core(api: client.ApiClient) -> client.CoreV1Api:
+    return client.CoreV1Api(api)
+
+
+@pytest.fixture
+async def plugin(kubelet: Kubelet) -> AsyncIterator[FakePlugin]:
+    fake = FakePlugin(kubelet.device_plugins_dir, RESOURCE, [device("a"), device("b", False)])
+    await fake.start(kubelet.socket)
+    yield fake
+    await fake.stop()
+
+
+@pytest.fixture
+async def bridge(kubelet: Kubelet, api: client.ApiClient) -> AsyncIterator[None]:
+    task = asyncio.create_task(NodeBridge(kubelet, api).run(), name="bridge")
+    yield
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+@pytest.fixture
+async def nodes(core: client.CoreV1Api) -> AsyncIterator[Follow]:
+    follow = Follow(lambda handler: Reflector(core.list_node, handler))
+    yield follow
+    await follow.stop()
+
+
+@pytest.fixture
+async def pods(core: client.CoreV1Api) -> AsyncIterator[Follow]:
+    follow = Follow(lambda handler: Reflector(core.list_pod_for_all_namespaces, handler))
+    yield follow
+    await follow.stop()
+
+
+def node_has(condition: Callable[[Object], bool]) -> Callable[[dict[Key, Object]], bool]:
+    return lambda objects: ("", NODE) in objects and condition(objects[("", NODE)])
+
+
+def ready(node: Object) -> str | None:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return next((c["status"] for c in conditions if c["type"] == "Ready"), None)
+
+
+def phase_of(name: str, phase: str) -> Callable[[dict[Key, Object]], bool]:
+    def check(objects: dict[Key, Object]) -> bool:
+        pod = objects.get(("default", name))
+        return pod is not None and (pod.get("status") or {}).get("phase") == phase
+
+    return check
+
+
+async def create_pod(core: client.CoreV1Api, name: str, count: int = 1) -> None:
+    container = client.V1Container(
+        name="main",
+        image="busybox",
+        resources=client.V1ResourceRequirements(limits={RESOURCE: str(count)}),
+    )
+    body = client.V1Pod(
+        metadata=client.V1ObjectMeta(name=name),
+        spec=client.V1PodSpec(node_name=NODE, containers=[container]),
+    )
+    await core.create_namespaced_pod("default", body)
+
+
+@pytest.mark.usefixtures("plugin", "bridge")
+async def test_the_node_is_ready_with_its_device_capacity(nodes: Follow) -> None:
+    await nodes.until(
+        node_has(lambda n: (n.get("status") or {}).get("allocatable", {}).get(RESOURCE) == "1")
+    )
+    node = nodes.reflector.objects[("", NODE)]
+    assert node["status"]["capacity"][RESOURCE] == "2"
+    assert ready(node) == "True"
+
+
+@pytest.mark.usefixtures("bridge")
+async def test_pods_run_with_their_allocations_fail_admission_or_free_ids_when_deleted(
+    kubelet: Kubelet, plugin: FakePlugin, core: client.CoreV1Api, nodes: Follow, pods: Follow
+) -> None:
+    await nodes.until(node_has(lambda n: (n.get("status") or {}).get("capacity", {}) != {}))
+    await create_pod(core, "p1")
+    await pods.until(phase_of("p1", "Running"))
+    first = pods.reflector.objects[("default", "p1")]
+    recorded = json.loads(first["metadata"]["annotations"][ALLOCATIONS_ANNOTATION])
+    assert recorded["main"][RESOURCE]["ids"] == ["a"]
+    assert recorded["main"][RESOURCE]["envs"] == {"DEVICES": "a"}
+    assert plugin.allocate_requests == [["a"]]
+
+    await create_pod(core, "p2")
+    await pods.until(phase_of("p2", "Failed"))
+    status = pods.reflector.objects[("default", "p2")]["status"]
+    assert status["reason"] == "UnexpectedAdmissionError"
+    assert "requested number of devices unavailable" in status["message"]
+
+    await core.delete_namespaced_pod("p1", "default")
+    async with asyncio.timeout(WAIT_S):
+        await kubelet.wait_for(lambda: first["metadata"]["uid"] not in kubelet.pods)
+
+
+@pytest.mark.usefixtures("bridge")
+async def test_pods_bound_while_the_kubelet_is_down_are_admitted_when_it_is_back(
+    kubelet: Kubelet, plugin: FakePlugin, core: client.CoreV1Api, nodes: Follow, pods: Follow
+) -> None:
+    """Back before its plugin re-registers, the kubelet rejects them (Akri #849's pod spam)."""
+    await nodes.until(node_has(lambda n: ready(n) == "True"))
+    await kubelet.stop()
+    await nodes.until(node_has(lambda n: ready(n) == "Unknown"))
+    await create_pod(core, "early")
+    await kubelet.start()
+    await pods.until(phase_of("early", "Failed"))
+    assert "Available: 0" in pods.reflector.objects[("default", "early")]["status"]["message"]
+
+    await plugin.start(kubelet.socket)
+    await nodes.until(node_has(lambda n: n["status"]["allocatable"][RESOURCE] == "1"))
+    await create_pod(core, "late")
+    await pods.until(phase_of("late", "Running"))
+    assert plugin.allocate_requests == [["a"]]
