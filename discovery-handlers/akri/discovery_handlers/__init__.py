@@ -1,0 +1,1 @@
+"""Discovery handlers, runnable embedded in the agent or as external gRPC handlers."""

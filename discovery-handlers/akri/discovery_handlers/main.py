@@ -1,7 +1,90 @@
-"""Entry point of `akri-discovery-handler`."""
+"""Entry point of `akri-discovery-handler`: run one handler as an external gRPC handler.
 
-from akri.placeholder import not_implemented
+A new handler plugs in with one line in HANDLERS: its name and a factory taking the
+`--shared/--no-shared` choice (None: the handler's default) and the environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from akri.agent.discovery.handler import DiscoveryHandler
+from akri.agent.discovery.registration import DEFAULT_DIRECTORY
+from akri.discovery_handlers import debug_echo
+from akri.discovery_handlers.server import DEFAULT_PORT, HandlerServer
+
+HandlerFactory = Callable[[bool | None, Mapping[str, str]], DiscoveryHandler]
+
+HANDLERS: dict[str, HandlerFactory] = {
+    debug_echo.NAME: debug_echo.from_environment,
+}
+
+EXIT_USAGE = 2
 
 
-def main() -> int:
-    return not_implemented("akri-discovery-handler")
+def parse_args(argv: Sequence[str] | None, environ: Mapping[str, str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="akri-discovery-handler",
+        description="Serve one discovery handler over Akri's discovery.proto and register it "
+        "with the local agent. Set POD_IP to serve on TCP instead of a unix socket.",
+    )
+    parser.add_argument("handler", choices=sorted(HANDLERS), help="which handler to run")
+    parser.add_argument(
+        "--registration-dir",
+        type=Path,
+        default=Path(environ.get("DISCOVERY_HANDLERS_DIRECTORY", str(DEFAULT_DIRECTORY))),
+        help="directory of agent-registration.sock and of the handler's socket "
+        "(env DISCOVERY_HANDLERS_DIRECTORY, default %(default)s)",
+    )
+    parser.add_argument(
+        "--shared",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="whether devices are visible from several nodes (default: the handler's; "
+        "debugEcho reads DEBUG_ECHO_INSTANCES_SHARED, else true)",
+    )
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help="TCP port when POD_IP is set (%(default)s)"
+    )
+    parser.add_argument(
+        "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"], type=str.upper
+    )
+    return parser.parse_args(argv)
+
+
+async def run(server: HandlerServer) -> None:
+    """Serve until SIGTERM or SIGINT, then stop cleanly."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with server:
+        await stop.wait()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv, os.environ)
+    logging.basicConfig(
+        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        handler = HANDLERS[args.handler](args.shared, os.environ)
+    except ValueError as error:
+        print(f"akri-discovery-handler: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    server = HandlerServer(
+        handler, args.registration_dir, pod_ip=os.environ.get("POD_IP") or None, port=args.port
+    )
+    asyncio.run(run(server))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Discovery: embedded and external handlers behind one protocol, merged per Configuration."""
