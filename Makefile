@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml setup.py
 install: $(STAMP)
 
 sim: $(STAMP)
-	$(BIN)/akri sim --example debugEcho
+	$(BIN)/akri sim --nodes 2 --apply crds/examples/debugEcho.yaml
 
 test: lint types imports pytest
 

@@ -7,6 +7,8 @@ them. `run` returns the exit code: 0 success, 1 failure, 2 usage error (argparse
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import version
@@ -77,7 +79,69 @@ def _add_instance_name(subparsers: Subparsers) -> None:
     parser.set_defaults(run=_run_instance_name)
 
 
-COMMANDS: tuple[Callable[[Subparsers], None], ...] = (_add_crds, _add_instance_name)
+def _run_sim(args: argparse.Namespace) -> int:
+    # Imported here: the simulator pulls in aiohttp and grpc, which `akri crds` does not need.
+    from akri.sim.cluster import node_names
+    from akri.sim.main import run
+
+    try:
+        nodes = node_names(args.nodes)
+    except ValueError as error:
+        print(f"akri sim: {error}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        return asyncio.run(
+            run(
+                nodes,
+                port=args.port,
+                kubeconfig=args.kubeconfig.resolve(),
+                workdir=args.workdir,
+                manifests=args.apply,
+            )
+        )
+    except (OSError, ValueError) as error:
+        print(f"akri sim: {error}", file=sys.stderr)
+        return 1
+
+
+def _add_sim(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "sim",
+        help="run a local cluster (API server, nodes, scheduler) without Kubernetes",
+        description="Run a whole cluster in one process until interrupted: an emulated "
+        "Kubernetes API server, simulated nodes with kubelet emulators and a scheduler.",
+    )
+    parser.add_argument(
+        "--nodes", default="2", help="a node count (node-0, node-1, ...) or comma-separated names"
+    )
+    parser.add_argument("--port", type=int, default=0, help="API server port (0: any free port)")
+    parser.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=Path(".akri-sim/kubeconfig"),
+        help="where to write the kubeconfig for kubectl (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--workdir", type=Path, help="directory for the nodes' sockets (default: a new temp dir)"
+    )
+    parser.add_argument(
+        "--apply",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a manifest to create once the cluster runs (repeatable)",
+    )
+    parser.add_argument(
+        "--log-level", default="WARNING", help="logging level (default: %(default)s)"
+    )
+    parser.set_defaults(run=_run_sim)
+
+
+COMMANDS: tuple[Callable[[Subparsers], None], ...] = (_add_crds, _add_instance_name, _add_sim)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -400,3 +400,21 @@ async def test_pod_binding_sets_node_name(core: client.CoreV1Api, namespace: str
     first.release()
     again.release()
     assert bound.spec.node_name == "node-a"
+
+
+async def test_secret_string_data_is_stored_as_base64_data(
+    core: client.CoreV1Api, namespace: str
+) -> None:
+    secret = client.V1Secret(
+        metadata=client.V1ObjectMeta(name="creds"),
+        data={"kept": "a2VwdA=="},
+        string_data={"user": "admin", "kept": "overridden"},
+    )
+    await core.create_namespaced_secret(namespace, secret)
+    stored = await core.read_namespaced_secret("creds", namespace)
+    assert stored.data == {"kept": "b3ZlcnJpZGRlbg==", "user": "YWRtaW4="}
+    assert stored.string_data is None
+
+    await core.patch_namespaced_secret("creds", namespace, {"stringData": {"user": "root"}})
+    patched = await core.read_namespaced_secret("creds", namespace)
+    assert patched.data["user"] == "cm9vdA=="

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -47,11 +48,12 @@ class SimNode:
     pod_resources_dir: Path
 
 
-async def api_client(kubeconfig: Path) -> client.ApiClient:
-    """A kubernetes-asyncio client for the cluster, loaded the way a user's program loads one."""
-    configuration = client.Configuration()
-    await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
-    return client.ApiClient(configuration)
+async def load_client(kubeconfig: Path) -> client.ApiClient:
+    """A kubernetes-asyncio client loaded from a kubeconfig, the way a user's program loads one."""
+    api: client.ApiClient = await config.new_client_from_config(
+        config_file=str(kubeconfig), persist_config=False
+    )
+    return api
 
 
 class Cluster:
@@ -64,11 +66,12 @@ class Cluster:
         workdir: Path | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        kubeconfig: Path | None = None,
     ) -> None:
         # Unix socket paths are limited to 107 bytes: keep the work directory short.
         self._owned_workdir = workdir is None
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="akri-sim-", dir="/tmp"))
-        self.kubeconfig = self.workdir / "kubeconfig"
+        self.kubeconfig = kubeconfig or self.workdir / "kubeconfig"
         self.server = ApiServer(host=host, port=port)
         self.nodes = {name: self._node(name) for name in nodes}
         self._tasks: list[asyncio.Task[None]] = []
@@ -81,11 +84,17 @@ class Cluster:
         pod_resources.mkdir(parents=True, exist_ok=True)
         return SimNode(name, Kubelet(name, plugins, pod_resources), plugins, pod_resources)
 
+    def api_client(self) -> client.ApiClient:
+        """The cluster's own client (valid while it runs)."""
+        if self._client is None:
+            raise RuntimeError("the cluster is not running")
+        return self._client
+
     async def start(self) -> None:
         await self.server.start()
         self.server.write_kubeconfig(self.kubeconfig)
         await self.server.apply_definitions(crd_definitions())
-        self._client = await api_client(self.kubeconfig)
+        self._client = await load_client(self.kubeconfig)
         for node in self.nodes.values():
             await node.kubelet.start()
             bridge = NodeBridge(node.kubelet, self._client)
@@ -105,6 +114,8 @@ class Cluster:
             await self._client.close()
             self._client = None
         await self.server.stop()
+        if self._owned_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
     async def __aenter__(self) -> Cluster:
         await self.start()

@@ -6,6 +6,7 @@ Node, Pod, Service, Event, ConfigMap, Secret, Lease, Job and CustomResourceDefin
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import itertools
 from collections.abc import Callable
@@ -109,6 +110,15 @@ def _prepare_secret(secret: JSON) -> None:
     secret.setdefault("type", "Opaque")
 
 
+def _fold_string_data(secret: JSON) -> None:
+    """`stringData` is write-only: the server merges it into base64 `data` (it wins on a clash)."""
+    plain = secret.pop("stringData", None) or {}
+    if plain:
+        data = secret.setdefault("data", {})
+        for key, value in plain.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+
+
 def _prepare_job(job: JSON) -> None:
     spec = job.setdefault("spec", {})
     spec.setdefault("completions", 1)
@@ -210,6 +220,7 @@ def builtin_kinds() -> list[ResourceType]:
             ),
             field_labels=_fields("type"),
             prepare_create=_prepare_secret,
+            normalize=_fold_string_data,
         ),
         ResourceType(
             "coordination.k8s.io", "v1", "Lease", "leases", "lease", True,

@@ -191,6 +191,8 @@ class Operations:
                 obj["status"] = copy.deepcopy(resource.status_on_create)
         if resource.prepare_create is not None:
             resource.prepare_create(obj)
+        if resource.normalize is not None:
+            resource.normalize(obj)
         self._admit(resource, obj, strict)
         if self.store.peek(resource.key, meta.get("namespace", ""), meta["name"]) is not None:
             raise errors.already_exists(resource.group, resource.plural, meta["name"])
@@ -449,6 +451,8 @@ class Operations:
             obj.pop("status", None)
             if "status" in current:
                 obj["status"] = copy.deepcopy(current["status"])
+        if resource.normalize is not None:
+            resource.normalize(obj)
         meta = obj["metadata"]
         for server_field in metadata.SERVER_FIELDS:
             meta.pop(server_field, None)

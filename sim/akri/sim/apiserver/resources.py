@@ -69,6 +69,8 @@ class ResourceType:
     status_on_create: JSON | None = None
     # Kind-specific defaults applied on create (a real server's defaulting and PrepareForCreate).
     prepare_create: Callable[[JSON], None] | None = None
+    # Kind-specific rewriting of every written object (e.g. Secret stringData into data).
+    normalize: Callable[[JSON], None] | None = None
     tracks_generation: bool = False
     returns_deleted_object: bool = False
     orphan_by_default: bool = False

@@ -1,0 +1,62 @@
+"""`akri sim`: a local cluster for trying Configurations without Kubernetes.
+
+It runs until interrupted and prints what to type to look at it with kubectl.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from akri.sim.cluster import Cluster
+from akri.sim.manifests import apply_documents, load_documents
+
+log = logging.getLogger(__name__)
+
+
+def banner(cluster: Cluster, applied: Sequence[str]) -> str:
+    kubeconfig = cluster.kubeconfig
+    nodes = ", ".join(cluster.nodes)
+    lines = [
+        "akri sim: local cluster running",
+        f"  API server  {cluster.server.url}",
+        f"  nodes       {nodes}",
+        f"  kubeconfig  {kubeconfig}",
+    ]
+    lines += [f"  applied     {name}" for name in applied]
+    lines += [
+        "Try:",
+        f"  export KUBECONFIG={kubeconfig}",
+        "  kubectl get nodes,pods -o wide",
+        "  kubectl get akric,akrii",
+        f"  kubectl describe node {next(iter(cluster.nodes))}",
+        "Stop with Ctrl-C.",
+    ]
+    return "\n".join(lines)
+
+
+async def run(
+    nodes: Sequence[str],
+    *,
+    port: int,
+    kubeconfig: Path,
+    workdir: Path | None,
+    manifests: Sequence[Path],
+) -> int:
+    documents = load_documents(manifests)  # fail on a bad file before starting anything
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+    async with Cluster(nodes, port=port, kubeconfig=kubeconfig, workdir=workdir) as cluster:
+        applied = await apply_documents(cluster.api_client(), documents)
+        print(banner(cluster, applied), flush=True)
+        await stop.wait()
+        print("akri sim: stopping", file=sys.stderr, flush=True)
+    await loop.shutdown_default_executor()
+    return 0

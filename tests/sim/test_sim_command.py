@@ -1,0 +1,78 @@
+"""`akri sim` as a user runs it, checked with the real kubectl."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support import eventually
+
+EXAMPLE = Path(__file__).parents[2] / "crds" / "examples" / "debugEcho.yaml"
+needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
+
+
+async def akri(*args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "akri.cli", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+
+
+async def kubectl(kubeconfig: Path, *args: str) -> tuple[int, str]:
+    process = await asyncio.create_subprocess_exec(
+        "kubectl", "--kubeconfig", str(kubeconfig), *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    output, _ = await process.communicate()
+    return process.returncode or 0, output.decode()
+
+
+@needs_kubectl
+async def test_sim_serves_kubectl_and_stops_cleanly_on_sigterm(socket_dir: Path) -> None:
+    kubeconfig = socket_dir / "kubeconfig"
+    sim = await akri(
+        "sim", "--nodes", "2", "--kubeconfig", str(kubeconfig), "--apply", str(EXAMPLE)
+    )
+    try:
+        assert sim.stdout is not None
+        banner = await asyncio.wait_for(sim.stdout.readuntil(b"Stop with Ctrl-C."), 60)
+        assert f"kubeconfig  {kubeconfig}".encode() in banner
+        assert b"applied     configuration/akri-debug-echo-foo" in banner
+
+        async def both_nodes_ready() -> str | None:
+            code, output = await kubectl(kubeconfig, "get", "nodes,ns")
+            ready = output.count(" Ready ") == 2 and "namespace/default" in output
+            return output if code == 0 and ready else None
+
+        output = await eventually(both_nodes_ready, "kubectl to list two Ready nodes")
+        assert "node/node-0" in output
+        assert "node/node-1" in output
+        code, output = await kubectl(kubeconfig, "get", "akric")
+        assert code == 0
+        assert "akri-debug-echo-foo" in output
+    finally:
+        if sim.returncode is None:
+            sim.send_signal(signal.SIGTERM)
+        _, errors = await asyncio.wait_for(sim.communicate(), 60)
+    assert sim.returncode == 0, errors.decode()
+
+
+async def test_bad_node_list_is_a_usage_error() -> None:
+    sim = await akri("sim", "--nodes", "a,a")
+    _, errors = await sim.communicate()
+    assert sim.returncode == 2
+    assert b"distinct comma-separated names" in errors
+
+
+async def test_missing_manifest_is_reported_before_anything_starts(socket_dir: Path) -> None:
+    sim = await akri(
+        "sim", "--apply", str(socket_dir / "nope.yaml"), "--kubeconfig", str(socket_dir / "k")
+    )
+    _, errors = await sim.communicate()
+    assert sim.returncode == 1
+    assert b"nope.yaml" in errors
