@@ -14,7 +14,6 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import grpc
@@ -31,6 +30,7 @@ from akri.proto.discovery.v0.discovery_pb2_grpc import (
     RegistrationStub,
     add_DiscoveryHandlerServicer_to_server,
 )
+from akri.service import Service
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def network_endpoint(pod_ip: str, port: int) -> str:
     return f"http://{host}:{port}"
 
 
-class HandlerServer:
+class HandlerServer(Service):
     """Serves `handler` and keeps it registered; an async context manager."""
 
     def __init__(
@@ -185,15 +185,3 @@ class HandlerServer:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self._watch_interval):
                     await channel.wait_for_state_change(state)
-
-    async def __aenter__(self) -> HandlerServer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.stop()

@@ -15,11 +15,11 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 from kubernetes_asyncio import client, config
 
 from akri.api import crd_definitions
+from akri.service import Service
 from akri.sim.apiserver import ApiServer
 from akri.sim.kubelet import Kubelet
 from akri.sim.kubelet.node import NodeBridge
@@ -56,7 +56,7 @@ async def load_client(kubeconfig: Path) -> client.ApiClient:
     return api
 
 
-class Cluster:
+class Cluster(Service):
     """Start with `async with Cluster(["node-0", "node-1"]) as cluster:`."""
 
     def __init__(
@@ -116,15 +116,3 @@ class Cluster:
         await self.server.stop()
         if self._owned_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
-
-    async def __aenter__(self) -> Cluster:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.stop()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import grpc
@@ -22,6 +21,7 @@ from akri.proto.discovery.v0.discovery_pb2_grpc import (
     RegistrationServicer,
     add_RegistrationServicer_to_server,
 )
+from akri.service import Service
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ class _Registration(RegistrationServicer):
         return Empty()
 
 
-class RegistrationServer:
+class RegistrationServer(Service):
     """Serves registrations into `registry` until stopped; use as an async context manager."""
 
     def __init__(self, registry: HandlerRegistry, directory: Path = DEFAULT_DIRECTORY) -> None:
@@ -85,15 +85,3 @@ class RegistrationServer:
             await self._server.stop(grace=None)
             self._server = None
             self.socket.unlink(missing_ok=True)
-
-    async def __aenter__(self) -> RegistrationServer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.stop()

@@ -7,12 +7,12 @@ import contextlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import yaml
 from aiohttp import web
 
+from akri.service import Service
 from akri.sim.apiserver import errors
 from akri.sim.apiserver.admin import AdminHandlers
 from akri.sim.apiserver.collector import GarbageCollector
@@ -45,7 +45,7 @@ def kubeconfig(url: str) -> dict[str, Any]:
     }
 
 
-class ApiServer:
+class ApiServer(Service):
     """An in-memory Kubernetes API server on a local TCP port."""
 
     def __init__(
@@ -102,18 +102,6 @@ class ApiServer:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._collector_task
             self._collector_task = None
-
-    async def __aenter__(self) -> ApiServer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     def write_kubeconfig(self, path: str | os.PathLike[str]) -> Path:
         target = Path(path)

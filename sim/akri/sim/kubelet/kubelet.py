@@ -22,14 +22,14 @@ import logging
 import stat
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Final, Self
+from typing import Final
 
 import grpc
 
 from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import add_RegistrationServicer_to_server
 from akri.proto.deviceplugin.v1beta1.constants import KUBELET_SOCKET_NAME
 from akri.proto.podresources.v1.api_pb2_grpc import add_PodResourcesListerServicer_to_server
+from akri.service import Service
 from akri.sim.kubelet.changes import Changes
 from akri.sim.kubelet.manager import DeviceManager, Timing
 from akri.sim.kubelet.model import AdmittedPod, Container, PodSpec, ResourceStatus
@@ -51,7 +51,7 @@ _DEPRECATION_NOTICE = (
 )
 
 
-class Kubelet:
+class Kubelet(Service):
     """One node's kubelet emulator; use as `async with Kubelet(...) as kubelet:`."""
 
     def __init__(
@@ -125,18 +125,6 @@ class Kubelet:
         """Plugins see their sockets deleted and kubelet.sock re-created, and must re-register."""
         await self.stop()
         await self.start()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     async def admit(
         self,
