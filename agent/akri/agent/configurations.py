@@ -1,0 +1,136 @@
+"""Follow Configurations and run one `ConfigurationRunner` per Configuration.
+
+Also the agent's Configuration lookup (`get`), which the device plugins use for
+uniqueDevices and brokerProperties, and the lookup of discovered mounts and device nodes
+(`extras`). A Configuration that does not parse is reported (log and Event, once per problem)
+and skipped; one that was valid before keeps running with its last valid spec, so a bad edit
+never takes devices away. A deleted Configuration stops its runner, which leaves its Instances.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Callable
+
+from kubernetes_asyncio import client
+from pydantic import ValidationError
+
+from akri.agent.extras import device_extras
+from akri.agent.plugins.response import Extras, no_extras
+from akri.agent.runner import ConfigurationRunner, RunnerEnv
+from akri.agent.status import COMPONENT, CONFIGURATIONS
+from akri.api import Configuration
+from akri.kube.events import record_event
+from akri.kube.reflector import EventType, Key, Object, Reflector, object_key
+
+log = logging.getLogger(__name__)
+
+INVALID_REASON = "InvalidConfiguration"
+
+
+class ConfigurationWatcher:
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        env: RunnerEnv,
+        namespace: str | None = None,
+    ) -> None:
+        custom = client.CustomObjectsApi(api_client)
+        group, version, plural = CONFIGURATIONS.group, CONFIGURATIONS.version, CONFIGURATIONS.plural
+        list_configurations = (
+            functools.partial(custom.list_cluster_custom_object, group, version, plural)
+            if namespace is None
+            else functools.partial(
+                custom.list_namespaced_custom_object, group, version, namespace, plural
+            )
+        )
+        self.reflector = Reflector(list_configurations, self._observe)
+        self.on_change: Callable[[], None] = lambda: None
+        """Called after any Configuration was added, changed or removed."""
+        self._env = env
+        self._events = client.CoreV1Api(api_client)
+        self._runners: dict[Key, ConfigurationRunner] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._told: set[tuple[str, str]] = set()
+
+    @property
+    def synced(self) -> asyncio.Event:
+        return self.reflector.synced
+
+    def get(self, namespace: str, name: str) -> Configuration | None:
+        """The Configuration's current (last valid) spec; None when unknown or deleted."""
+        runner = self._runners.get((namespace, name))
+        return None if runner is None else runner.configuration
+
+    def discovered(self, namespace: str, name: str) -> set[str] | None:
+        """Instances of the devices this node published last for the Configuration (None: not
+        known); what `kubectl` cannot show: which devices this very node sees."""
+        runner = self._runners.get((namespace, name))
+        return None if runner is None else set(runner.publisher.devices)
+
+    def extras(self, instance: str) -> Extras:
+        """Mounts and device nodes of a device this node discovered, by Instance name."""
+        for runner in self._runners.values():
+            if (device := runner.publisher.devices.get(instance)) is not None:
+                return device_extras(device)
+        return no_extras(instance)
+
+    async def run(self) -> None:
+        """Follow Configurations until cancelled, then stop every runner (leaving Instances)."""
+        try:
+            await self.reflector.run()
+        finally:
+            for task in self._tasks:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _observe(self, kind: EventType, obj: Object) -> None:
+        key = object_key(obj)
+        runner = self._runners.get(key)
+        uid = obj["metadata"].get("uid")
+        if runner is not None and (
+            kind == "DELETED"
+            or obj["metadata"].get("deletionTimestamp")
+            or runner.configuration.metadata.uid != uid
+        ):
+            del self._runners[key]
+            runner.delete()
+            log.info("Configuration %s/%s deleted: discovery stops", *key)
+            self.on_change()
+        if kind == "DELETED" or obj["metadata"].get("deletionTimestamp"):
+            return
+        try:
+            configuration = Configuration.from_wire(obj)
+        except ValidationError as error:
+            await self._invalid(key, obj, error)
+            return
+        runner = self._runners.get(key)
+        if runner is None:
+            self._start(key, configuration)
+        else:
+            runner.update(configuration)
+        self.on_change()
+
+    def _start(self, key: Key, configuration: Configuration) -> None:
+        runner = ConfigurationRunner(configuration, self._env)
+        self._runners[key] = runner
+        task = asyncio.create_task(runner.run(), name=str(runner))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        log.info("Configuration %s/%s: discovery starts", *key)
+
+    async def _invalid(self, key: Key, obj: Object, error: ValidationError) -> None:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}" for e in error.errors()
+        )
+        kept = " (its last valid spec stays in use)" if key in self._runners else ""
+        message = f"Configuration {key[0]}/{key[1]} is invalid and ignored{kept}: {problems}"
+        if (obj["metadata"].get("uid", ""), message) in self._told:
+            return
+        self._told.add((obj["metadata"].get("uid", ""), message))
+        log.error("%s", message)
+        await record_event(
+            self._events, obj, INVALID_REASON, message, component=COMPONENT, kind="Warning"
+        )

@@ -1,0 +1,14 @@
+"""Device plugins: expose Instances to the kubelet and keep their slots honest (DESIGN §5, §6).
+
+The agent constructs one `Allocations`, a `PluginManager` and a `Reclaimer` sharing it, runs
+both `run()` methods in its task group, and calls `PluginManager.configurations_changed()` on
+every Configuration event.
+"""
+
+from akri.agent.plugins.allocations import Allocations
+from akri.agent.plugins.desired import ConfigurationLookup
+from akri.agent.plugins.manager import PluginManager
+from akri.agent.plugins.reclaim import Reclaimer
+from akri.agent.plugins.response import DeviceExtras
+
+__all__ = ["Allocations", "ConfigurationLookup", "DeviceExtras", "PluginManager", "Reclaimer"]

@@ -1,0 +1,35 @@
+"""What this node's Allocates granted lately, and the lock that orders them against reclaiming.
+
+The kubelet records a container's devices only after Allocate returns, and PodResources shows
+them only then. Allocate holds `lock` while it decides and writes and notes what it granted;
+the reclaimer holds it while it frees slots and counts a grant as a use at the time of the
+grant. A slot the kubelet was just given is therefore never freed before the kubelet could
+report it, and one it never recorded (its Allocate timed out) is freed like any unused one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable
+
+from akri.slots import Holding
+
+
+class Allocations:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.lock = asyncio.Lock()
+        self._clock = clock
+        self._granted: dict[Holding, float] = {}
+
+    def granted(self, holdings: Iterable[Holding]) -> None:
+        """Allocate gave these to the kubelet just now (re-offers included)."""
+        now = self._clock()
+        self._granted.update(dict.fromkeys(holdings, now))
+
+    def recent(self, seconds: float) -> dict[Holding, float]:
+        """When each holding was last granted, for grants in the last `seconds` (older ones are
+        forgotten)."""
+        cutoff = self._clock() - seconds
+        self._granted = {h: t for h, t in self._granted.items() if t >= cutoff}
+        return dict(self._granted)

@@ -1,0 +1,56 @@
+"""Notices kubelet restarts by looking at sockets: one cheap stat loop for the whole agent.
+
+A restarting kubelet deletes every socket in the device-plugins directory and serves a new
+kubelet.sock; either sign means plugins must register again (the third sign, a cut
+ListAndWatch stream, reaches each plugin directly). The standard library has no inotify, and
+a stat per socket every 200 ms costs nothing measurable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Protocol
+
+log = logging.getLogger(__name__)
+
+Identity = tuple[int, int, int]
+"""(device, inode, ctime): a re-created file differs even when the inode number is reused."""
+
+WATCH_INTERVAL_S = 0.2
+
+
+def socket_identity(path: Path) -> Identity | None:
+    """Which file `path` is now, or None when there is none."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino, stat.st_ctime_ns
+
+
+class Watcher(Protocol):
+    def check(self, kubelet: Identity | None) -> None:
+        """Look at the kubelet socket's identity (and at one's own socket); must not block."""
+
+
+class KubeletWatch:
+    def __init__(self, kubelet_socket: Path, interval: float = WATCH_INTERVAL_S) -> None:
+        self.kubelet_socket = kubelet_socket
+        self.interval = interval
+        self.identity = socket_identity(kubelet_socket)
+
+    async def run(self, watchers: Callable[[], Iterable[Watcher]]) -> None:
+        """Every interval, stat kubelet.sock and let each current watcher check; until cancelled."""
+        while True:
+            identity = socket_identity(self.kubelet_socket)
+            if identity != self.identity:
+                state = "is serving" if identity is not None else "is gone"
+                log.info("kubelet socket %s %s", self.kubelet_socket, state)
+                self.identity = identity
+            for watcher in watchers():
+                watcher.check(identity)
+            await asyncio.sleep(self.interval)

@@ -1,0 +1,155 @@
+"""Keeps exactly the right device plugins alive on this node (DESIGN §5.2, §5.3, §6).
+
+Follows the Instance cache and the Configurations: an instance-level plugin for every Instance
+that lists this node, a configuration-level plugin for every Configuration with such an
+Instance. What to run is decided by `desired_plugins`; this module only starts and stops the
+difference. Capacity and deviceUsage changes need no restart: the running plugins' lists follow
+the cache. A changed uniqueDevices replaces the configuration-level plugin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from akri import slots
+from akri.agent.instances import InstanceCache
+from akri.agent.plugins.allocations import Allocations
+from akri.agent.plugins.configuration_level import ConfigurationPlugin
+from akri.agent.plugins.desired import (
+    ConfigurationLookup,
+    Desired,
+    Level,
+    PluginSpec,
+    desired_plugins,
+)
+from akri.agent.plugins.instance_level import InstancePlugin
+from akri.agent.plugins.kubelet_watch import WATCH_INTERVAL_S, KubeletWatch
+from akri.agent.plugins.once import OnceLog
+from akri.agent.plugins.plugin import Plugin, register_backoff
+from akri.agent.plugins.pool import view
+from akri.agent.plugins.response import DeviceExtras, no_extras
+from akri.agent.plugins.servicer import PluginEnv, PluginServicer
+from akri.backoff import Backoff
+from akri.proto.deviceplugin.v1beta1.constants import DEVICE_PLUGIN_PATH, KUBELET_SOCKET_NAME
+
+log = logging.getLogger(__name__)
+
+ALLOCATE_TIMEOUT_S = 5.0
+
+_SERVICERS: Mapping[Level, type[PluginServicer]] = {
+    Level.INSTANCE: InstancePlugin,
+    Level.CONFIGURATION: ConfigurationPlugin,
+}
+
+
+class PluginManager:
+    """Run with `run()` in the agent's task group; call `configurations_changed()` whenever a
+    Configuration is added, changed or deleted."""
+
+    def __init__(
+        self,
+        cache: InstanceCache,
+        configurations: ConfigurationLookup,
+        node: str,
+        *,
+        allocations: Allocations,
+        device_plugins_dir: Path = Path(DEVICE_PLUGIN_PATH),
+        allocate_timeout: float = ALLOCATE_TIMEOUT_S,
+        device_extras: DeviceExtras = no_extras,
+        watch_interval: float = WATCH_INTERVAL_S,
+        register_backoff: Callable[[], Backoff] = register_backoff,
+    ) -> None:
+        self._cache = cache
+        self._configurations = configurations
+        self._node = node
+        self._directory = device_plugins_dir
+        self._backoff = register_backoff
+        self._warn_once = OnceLog(log)
+        self._env = PluginEnv(
+            cache=cache,
+            configurations=configurations,
+            node=node,
+            allocations=allocations,
+            allocate_timeout=allocate_timeout,
+            device_extras=device_extras,
+            warn_once=self._warn_once,
+        )
+        self._watch = KubeletWatch(device_plugins_dir / KUBELET_SOCKET_NAME, watch_interval)
+        self._wake = asyncio.Event()
+        self._desired: Desired | None = None
+        self._running: dict[str, tuple[Plugin, asyncio.Task[None]]] = {}
+
+    @property
+    def plugins(self) -> dict[str, Plugin]:
+        """The plugins running now, by resource name."""
+        return {resource: plugin for resource, (plugin, _) in self._running.items()}
+
+    @property
+    def ready(self) -> bool:
+        """Every plugin this node should run is running and registered with the kubelet."""
+        return (
+            self._desired is not None
+            and self._running.keys() == self._desired.plugins.keys()
+            and all(plugin.registered for plugin, _ in self._running.values())
+        )
+
+    def configurations_changed(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Follow the cache until cancelled, then stop every plugin."""
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                tasks.create_task(self._watch.run(lambda: self.plugins.values()))
+                tasks.create_task(self._follow_cache())
+                await self._cache.synced.wait()
+                while True:
+                    self._wake.clear()
+                    try:
+                        await self._reconcile()
+                    except Exception:  # the next change tries again; the agent keeps running
+                        log.exception("updating the device plugins failed")
+                    await self._wake.wait()
+        finally:
+            for resource in list(self._running):
+                await self._stop(resource)
+
+    async def _follow_cache(self) -> None:
+        version = 0
+        while True:
+            version = await self._cache.changes.wait_after(version)
+            self._wake.set()
+
+    async def _reconcile(self) -> None:
+        instances = self._cache.all()
+        desired = self._desired = desired_plugins(instances, self._node, self._configurations)
+        for problem in desired.problems:
+            self._warn_once(problem)
+        for instance in instances:
+            if self._node in instance.spec.nodes:
+                for problem in slots.usage_problems(view(instance)):
+                    self._warn_once(problem)
+        for resource, (plugin, _) in list(self._running.items()):
+            if desired.plugins.get(resource) != plugin.spec:
+                await self._stop(resource)
+        for resource, spec in desired.plugins.items():
+            if resource not in self._running:
+                self._start(spec)
+
+    def _start(self, spec: PluginSpec) -> None:
+        servicer = _SERVICERS[spec.level](spec, self._env)
+        plugin = Plugin(
+            servicer, self._directory, self._watch.kubelet_socket, backoff=self._backoff
+        )
+        task = asyncio.create_task(plugin.run(), name=f"plugin {spec.resource}")
+        self._running[spec.resource] = (plugin, task)
+        log.info("started %s", spec)
+
+    async def _stop(self, resource: str) -> None:
+        plugin, task = self._running.pop(resource)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        log.info("stopped %s", plugin.spec)

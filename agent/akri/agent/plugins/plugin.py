@@ -1,0 +1,159 @@
+"""One device plugin across kubelet restarts: serve, register, and register again when needed.
+
+The kubelet never re-opens ListAndWatch by itself; recovery always takes a new Register. Three
+signs call for one: kubelet.sock was re-created, this plugin's socket was deleted (a new
+incarnation on a fresh socket follows), or the kubelet cut the ListAndWatch stream. A stream
+cut counts only for the stream of the current registration: registering again makes the
+kubelet close the previous stream, and reacting to that would loop forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from akri.agent.plugins.desired import PluginSpec
+from akri.agent.plugins.kubelet_watch import Identity, socket_identity
+from akri.agent.plugins.server import PluginServer
+from akri.agent.plugins.servicer import PluginServicer
+from akri.backoff import Backoff
+
+log = logging.getLogger(__name__)
+
+REGISTER_TIMEOUT_S = 10.0
+"""The kubelet dials back within Register (up to 10 s itself) before answering."""
+
+
+def register_backoff() -> Backoff:
+    return Backoff(initial=0.1, maximum=5.0)
+
+
+class Plugin:
+    def __init__(
+        self,
+        servicer: PluginServicer,
+        directory: Path,
+        kubelet_socket: Path,
+        *,
+        backoff: Callable[[], Backoff] = register_backoff,
+        register_timeout: float = REGISTER_TIMEOUT_S,
+    ) -> None:
+        self.spec: PluginSpec = servicer.spec
+        self.registered = False
+        """Whether the kubelet accepted the current incarnation and no sign has called for more."""
+        self.server: PluginServer | None = None
+        self._servicer = servicer
+        self._directory = directory
+        self._kubelet_socket = kubelet_socket
+        self._backoff = backoff
+        self._register_timeout = register_timeout
+        self._wake = asyncio.Event()
+        self._epoch = 0  # bumped by every Register and every new or stopped server
+        self._registering = False
+        self._registered_on: Identity | None = None
+        servicer.stream_listener = self._stream_opened
+
+    def check(self, kubelet: Identity | None) -> None:
+        """The kubelet watch's tick: wake up when the kubelet is new or our socket is gone."""
+        if kubelet is None:
+            return  # no kubelet: wait until one serves (its identity will differ)
+        if kubelet != self._registered_on or (self.server is not None and self.server.gone):
+            self._wake.set()
+
+    async def run(self) -> None:
+        """Keep the plugin registered until cancelled; then stop serving."""
+        backoff = self._backoff()
+        try:
+            while True:
+                self._wake.clear()
+                self.registered = False
+                if await self._attempt():
+                    self.registered = True
+                    backoff.reset()
+                    await self._wake.wait()
+                else:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(backoff.next_delay()):
+                            await self._wake.wait()
+        finally:
+            self.registered = False
+            self._epoch += 1
+            if self.server is not None:
+                await self.server.stop()
+
+    async def _attempt(self) -> bool:
+        """Serve a fresh incarnation when needed and register it; False to retry later."""
+        try:
+            if self.server is None or self.server.gone:
+                await self._new_incarnation()
+            return await self._register()
+        except (grpc.RpcError, OSError, ValueError) as error:
+            log.warning("%s: cannot serve or register: %s", self.spec, error)
+        except Exception:  # retried: a plugin must never take the agent down
+            log.exception("%s: unexpected error while registering", self.spec)
+        return False
+
+    async def _new_incarnation(self) -> None:
+        old, self.server = self.server, None
+        self._epoch += 1
+        if old is not None:
+            await old.stop()
+        server = PluginServer(self._servicer, self._directory, self.spec.resource)
+        await server.start()
+        self.server = server
+
+    async def _register(self) -> bool:
+        assert self.server is not None
+        self._registered_on = socket_identity(self._kubelet_socket)
+        if self._registered_on is None:
+            log.debug("%s: waiting for %s", self.spec, self._kubelet_socket)
+            return False
+        self._epoch += 1
+        self._registering = True
+        try:
+            done = await self._unless_woken(
+                self.server.register(self._kubelet_socket, self._register_timeout)
+            )
+        except grpc.aio.AioRpcError as error:
+            log.warning("%s: kubelet refused registration: %s", self.spec, error.details())
+            return False
+        finally:
+            self._registering = False
+        if done:
+            log.info("%s registered as %s", self.spec, self.server.socket.name)
+        return done
+
+    async def _unless_woken(self, call: Coroutine[Any, Any, None]) -> bool:
+        """Await `call`, but give up on it as soon as a sign calls for a fresh attempt.
+
+        A kubelet that restarts during Register dials a socket it has just deleted and waits
+        its whole dial timeout; the deleted socket is noticed sooner, and a new attempt wins.
+        """
+        task = asyncio.ensure_future(call)
+        woken = asyncio.ensure_future(self._wake.wait())
+        try:
+            await asyncio.wait((task, woken), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            task.cancel()
+            woken.cancel()
+            await asyncio.gather(task, woken, return_exceptions=True)
+        if task.cancelled():
+            return False
+        task.result()
+        return True
+
+    def _stream_opened(self) -> Callable[[], None]:
+        epoch = self._epoch
+
+        def ended() -> None:
+            if epoch == self._epoch and not self._registering:
+                log.info("%s: kubelet closed ListAndWatch, registering again", self.spec)
+                self._wake.set()
+
+        return ended

@@ -1,0 +1,71 @@
+"""One incarnation of a device plugin: its servicer on a fresh socket, registered with the kubelet.
+
+Registration happens only once the socket is served, as the kubelet dials back at once. Stopping
+closes the server, which ends ListAndWatch (the only way a plugin deregisters), and removes the
+socket so nothing dials a dead endpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import grpc
+
+from akri.agent.plugins.sockets import new_nonce, socket_name
+from akri.proto.deviceplugin.v1beta1.api_pb2 import DevicePluginOptions, RegisterRequest
+from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import (
+    DevicePluginServicer,
+    RegistrationStub,
+    add_DevicePluginServicer_to_server,
+)
+from akri.proto.deviceplugin.v1beta1.constants import VERSION
+
+if TYPE_CHECKING:  # the async stub type exists only in the generated typing stubs
+    from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import RegistrationAsyncStub
+
+log = logging.getLogger(__name__)
+
+OPTIONS = DevicePluginOptions(pre_start_required=False, get_preferred_allocation_available=False)
+"""What every akri-py plugin offers: Allocate decides, nothing else is needed."""
+
+
+class PluginServer:
+    def __init__(self, servicer: DevicePluginServicer, directory: Path, resource: str) -> None:
+        self.resource = resource
+        self.socket = directory / socket_name(directory, resource, new_nonce())
+        self._servicer = servicer
+        self._server: grpc.aio.Server | None = None
+
+    @property
+    def gone(self) -> bool:
+        """The socket file was deleted, as a restarting kubelet does to every plugin socket."""
+        return not self.socket.exists()
+
+    async def start(self) -> None:
+        self.socket.parent.mkdir(parents=True, exist_ok=True)
+        server = grpc.aio.server()
+        add_DevicePluginServicer_to_server(self._servicer, server)
+        server.add_insecure_port(f"unix://{self.socket}")
+        await server.start()
+        self._server = server
+        log.debug("%s served on %s", self.resource, self.socket)
+
+    async def register(self, kubelet_socket: Path, deadline_s: float) -> None:
+        """Announce this incarnation to the kubelet; raises grpc.aio.AioRpcError when refused."""
+        request = RegisterRequest(
+            version=VERSION,
+            endpoint=self.socket.name,
+            resource_name=self.resource,
+            options=OPTIONS,
+        )
+        async with grpc.aio.insecure_channel(f"unix://{kubelet_socket}") as channel:
+            stub: RegistrationAsyncStub = RegistrationStub(channel)
+            await stub.Register(request, timeout=deadline_s)
+
+    async def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            await server.stop(grace=None)
+        self.socket.unlink(missing_ok=True)

@@ -1,0 +1,172 @@
+"""What the instance- and configuration-level plugins share: ListAndWatch driven by the
+Instance cache, and an Allocate that is bounded in time and never lets an error escape.
+
+ListAndWatch sends the full list at once and then only when it changed, waking on cache
+changes instead of polling. Allocate runs under a deadline because the kubelet sets none and a
+hung Allocate blocks every pod admission on the node; every failure becomes a gRPC error
+whose message says what went wrong, which the kubelet puts into the pod's status.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from akri.agent import metrics
+from akri.agent.instances import InstanceCache
+from akri.agent.plugins.allocations import Allocations
+from akri.agent.plugins.desired import ConfigurationLookup, PluginSpec
+from akri.agent.plugins.once import OnceLog
+from akri.agent.plugins.response import DeviceExtras, allocate_response
+from akri.agent.plugins.server import OPTIONS
+from akri.api import Instance
+from akri.kube.guarded import UpdateConflict
+from akri.proto.deviceplugin.v1beta1.api_pb2 import (
+    AllocateRequest,
+    AllocateResponse,
+    Device,
+    DevicePluginOptions,
+    Empty,
+    ListAndWatchResponse,
+    PreferredAllocationRequest,
+    PreferredAllocationResponse,
+    PreStartContainerRequest,
+    PreStartContainerResponse,
+)
+from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import DevicePluginServicer
+from akri.proto.deviceplugin.v1beta1.constants import HEALTHY, UNHEALTHY
+from akri.slots import AllocationError
+
+log = logging.getLogger(__name__)
+
+Context = grpc.aio.ServicerContext[Any, Any]
+StreamListener = Callable[[], Callable[[], None]]
+"""Called when ListAndWatch opens; the function it returns is called when that stream ends."""
+
+
+@dataclass(frozen=True)
+class PluginEnv:
+    """What every plugin on the node shares."""
+
+    cache: InstanceCache
+    configurations: ConfigurationLookup
+    node: str
+    allocations: Allocations
+    allocate_timeout: float
+    device_extras: DeviceExtras
+    warn_once: OnceLog
+
+
+def _list_response(devices: Mapping[str, bool]) -> ListAndWatchResponse:
+    return ListAndWatchResponse(
+        devices=[
+            Device(ID=device, health=HEALTHY if healthy else UNHEALTHY)
+            for device, healthy in devices.items()
+        ]
+    )
+
+
+class PluginServicer(DevicePluginServicer, abc.ABC):
+    def __init__(self, spec: PluginSpec, env: PluginEnv) -> None:
+        self.spec = spec
+        self.env = env
+        self.stream_listener: StreamListener = lambda: lambda: None
+
+    @abc.abstractmethod
+    def devices(self) -> dict[str, bool]:
+        """The device list now: id -> healthy."""
+
+    @abc.abstractmethod
+    async def allocate(self, containers: Sequence[Sequence[str]]) -> AllocateResponse:
+        """Grant each container its device ids; raises AllocationError when that cannot be."""
+
+    async def GetDevicePluginOptions(self, request: Empty, context: Context) -> DevicePluginOptions:
+        return OPTIONS
+
+    async def ListAndWatch(
+        self, request: Empty, context: Context
+    ) -> AsyncIterator[ListAndWatchResponse]:
+        ended = self.stream_listener()
+        changes = self.env.cache.changes
+        sent: dict[str, bool] | None = None
+        try:
+            while True:
+                version = changes.version
+                devices = self.devices()
+                if devices != sent:
+                    metrics.LIST_AND_WATCH_SENDS.labels(self.spec.level).inc()
+                    sent = devices
+                    yield _list_response(devices)
+                await changes.wait_after(version)
+        finally:
+            ended()
+
+    async def Allocate(self, request: AllocateRequest, context: Context) -> AllocateResponse:
+        started = time.perf_counter()
+        containers = [list(c.devices_ids) for c in request.container_requests]
+        code, message, result = grpc.StatusCode.OK, "", "granted"
+        try:
+            async with asyncio.timeout(self.env.allocate_timeout):
+                response = await self.allocate(containers)
+        except AllocationError as error:
+            code, message, result = grpc.StatusCode.FAILED_PRECONDITION, str(error), "refused"
+        except TimeoutError:
+            code, result = grpc.StatusCode.DEADLINE_EXCEEDED, "timeout"
+            message = (
+                f"not decided within {self.env.allocate_timeout:g}s: the Kubernetes API is "
+                "slow or unreachable; the pod can be retried"
+            )
+        except UpdateConflict as error:
+            code, message, result = grpc.StatusCode.ABORTED, str(error), "error"
+        except ApiException as error:
+            code, result = grpc.StatusCode.UNAVAILABLE, "error"
+            message = f"Kubernetes API error {error.status} {error.reason}"
+        except Exception as error:  # a bug must fail one pod, not the agent
+            log.exception("Allocate of %s failed unexpectedly", self.spec.resource)
+            code, message, result = grpc.StatusCode.INTERNAL, f"internal error: {error!r}", "error"
+        finally:
+            metrics.ALLOCATION_LATENCY.labels(self.spec.level).observe(
+                time.perf_counter() - started
+            )
+        metrics.ALLOCATIONS.labels(self.spec.level, result).inc()
+        if code != grpc.StatusCode.OK:
+            message = f"{self.spec.resource}: cannot allocate {containers}: {message}"
+            log.warning("%s", message)
+            await context.abort(code, message)
+        return response
+
+    def respond(
+        self,
+        containers: Sequence[Sequence[str]],
+        instances: Mapping[str, Instance],
+        configuration: str,
+    ) -> AllocateResponse:
+        """The response for containers granted slots of the named `instances`."""
+        found = self.env.configurations(self.spec.namespace, configuration)
+        response, dropped = allocate_response(
+            containers,
+            {name: instance.spec.broker_properties for name, instance in instances.items()},
+            found.spec.broker_properties if found is not None else {},
+            self.env.device_extras,
+        )
+        for problem in sorted(dropped, key=str):
+            self.env.warn_once(str(problem))
+        return response
+
+    async def GetPreferredAllocation(
+        self, request: PreferredAllocationRequest, context: Context
+    ) -> PreferredAllocationResponse:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "no preferred allocation is offered")
+
+    async def PreStartContainer(
+        self, request: PreStartContainerRequest, context: Context
+    ) -> PreStartContainerResponse:
+        return PreStartContainerResponse()

@@ -1,0 +1,105 @@
+"""The agent's settings, all from environment variables (a DaemonSet sets them from the chart).
+
+Every value is checked up front, so a typo stops the agent at start with the variable's name
+and the reason, instead of surfacing later as a device that is never offered.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field, FilePath, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from akri.agent.discovery.registration import DEFAULT_DIRECTORY
+from akri.discovery_handlers.debug_echo import DEFAULT_AVAILABILITY_FILE, parse_bool
+from akri.durations import Duration
+from akri.naming import MAX_OBJECT_NAME
+from akri.proto.deviceplugin.v1beta1.constants import DEVICE_PLUGIN_PATH
+from akri.proto.podresources.v1.constants import POD_RESOURCES_SOCKET
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+class SettingsError(Exception):
+    """Settings the agent cannot start with; the text names each variable and what is wrong."""
+
+
+def _node_name(name: str) -> str:
+    if len(name) > MAX_OBJECT_NAME or not _DNS_SUBDOMAIN.match(name):
+        raise ValueError(
+            f"{name!r} is not a Kubernetes node name (lowercase DNS-1123 subdomain, "
+            f"at most {MAX_OBJECT_NAME} characters)"
+        )
+    return name
+
+
+def _flag(value: object) -> object:
+    return parse_bool("value", value) if isinstance(value, str) else value
+
+
+PositiveDuration = Annotated[Duration, Field(gt=0)]
+
+
+class AgentSettings(BaseSettings):
+    """One field per environment variable: `agent_node_name` is read from AGENT_NODE_NAME."""
+
+    model_config = SettingsConfigDict(extra="ignore", frozen=True)
+
+    agent_node_name: Annotated[str, AfterValidator(_node_name)]
+    """This node's name (the Pod's spec.nodeName); the agent's identity in every Instance."""
+    akri_namespace: str | None = None
+    """Follow Configurations and Instances of this namespace only; all namespaces when unset."""
+    kubeconfig: FilePath | None = None
+    """A kubeconfig file; the in-cluster service account when unset."""
+    device_plugins_dir: Path = Path(DEVICE_PLUGIN_PATH)
+    """Where the kubelet's kubelet.sock is and the device plugins' sockets go."""
+    pod_resources_socket: Path = Path(POD_RESOURCES_SOCKET)
+    """The kubelet's PodResources socket, to see which slots containers still use."""
+    discovery_handlers_directory: Path = DEFAULT_DIRECTORY
+    """Where agent-registration.sock is served for external discovery handlers."""
+    enable_debug_echo: str | None = None
+    """Any value, even empty, embeds the debugEcho handler (as in Akri)."""
+    debug_echo_instances_shared: Annotated[bool, BeforeValidator(_flag)] = True
+    """Whether the embedded debugEcho reports shared devices ("true" or "false")."""
+    debug_echo_availability_file: Path = DEFAULT_AVAILABILITY_FILE
+    """Write OFFLINE (or a description per line) here to take debugEcho devices offline."""
+    metrics_port: int = Field(default=8080, ge=0, le=65535)
+    """Port of /metrics, /healthz and /readyz; 0 serves none of them."""
+    offline_grace: Duration = 300.0
+    """How long a shared device may be missing before this node leaves its Instance."""
+    reclaim_grace: PositiveDuration = 20.0
+    """How long a held slot may go unused by any container before it is freed."""
+    reclaim_interval: PositiveDuration = 10.0
+    """How often held slots are compared with the kubelet's PodResources."""
+    allocate_timeout: PositiveDuration = 5.0
+    """Longest an Allocate call may take before the kubelet gets an error."""
+    log_level: Annotated[
+        Literal["DEBUG", "INFO", "WARNING", "ERROR"], BeforeValidator(lambda v: str(v).upper())
+    ] = "INFO"
+    log_format: Literal["json", "text"] = "json"
+
+    @property
+    def debug_echo_enabled(self) -> bool:
+        return self.enable_debug_echo is not None
+
+
+def load_settings() -> AgentSettings:
+    """The settings from the process environment; SettingsError explains what is wrong."""
+    try:
+        return AgentSettings()  # values come from the environment
+    except ValidationError as error:
+        raise SettingsError(describe(error)) from None
+
+
+def describe(error: ValidationError) -> str:
+    """One line per bad variable, named as it is set (AGENT_NODE_NAME, not agent_node_name)."""
+    problems = []
+    for problem in error.errors():
+        variable = str(problem["loc"][0]).upper() if problem["loc"] else "settings"
+        reason = "is required" if problem["type"] == "missing" else problem["msg"]
+        reason = reason.removeprefix("Value error, ")
+        problems.append(f"{variable}: {reason}")
+    return "; ".join(problems)

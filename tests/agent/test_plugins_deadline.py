@@ -1,0 +1,50 @@
+"""Allocate is bounded: an API that hangs fails one pod, it does not block the node (DESIGN §6)."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from akri import naming, slots
+from akri.agent.plugins.pool import view
+from akri.sim.apiserver import ApiServer
+from akri.sim.kubelet import UNEXPECTED_ADMISSION_ERROR, AdmissionError, Container
+from tests.agent.conftest import Cluster, StartNode, allocate_error, configuration
+from tests.support import eventually
+
+CONFIG = configuration("cam", capacity=2)
+CL = "akri.sh/cam"
+
+
+async def test_allocate_fails_while_the_api_hangs_and_the_node_recovers(
+    apiserver: ApiServer, cluster: Cluster, start_node: StartNode
+) -> None:
+    cluster.set_configuration(CONFIG)
+    node = await start_node("node-a", allocate_timeout=0.3, reclaim=True, grace=0.2)
+    name = await cluster.create_instance(CONFIG, "foo0", ["node-a"])
+    il = naming.resource_name(name)
+    await node.until_capacity(il, 2, 2)
+    await node.until_capacity(CL, 1, 1)
+
+    apiserver.faults.pause()
+    try:
+        with pytest.raises(AdmissionError) as refused:
+            await node.admit(Container("app", {il: 1}))
+        assert refused.value.reason == UNEXPECTED_ADMISSION_ERROR
+        assert "DEADLINE_EXCEEDED" in refused.value.message
+        assert "not decided within 0.3s" in refused.value.message
+        code, _ = await allocate_error(node, CL, ["cam-0"])
+        assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+    finally:
+        apiserver.faults.resume()
+
+    pod = await node.admit(Container("app", {il: 1}))
+    (slot,) = pod.ids("app", il)
+    assert (await cluster.usage(name))[slot] == "node-a"
+
+    async def nothing_leaked() -> bool:
+        # A write cut short by the deadline may still land; the reclaimer frees it.
+        held = slots.holdings([view(await cluster.read(name))], "node-a")
+        return held == node.admitted()
+
+    await eventually(nothing_leaked, "only the admitted pod's slot to stay held")

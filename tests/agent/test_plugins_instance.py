@@ -1,0 +1,148 @@
+"""The instance-level plugin against the kubelet emulator and the API emulator (DESIGN §5.2)."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from prometheus_client import REGISTRY
+
+from akri import naming
+from akri.sim.kubelet import UNEXPECTED_ADMISSION_ERROR, AdmissionError, Container
+from tests.agent.conftest import Cluster, StartNode, allocate_error, configuration
+from tests.support import eventually
+
+CONFIG = configuration("cam", capacity=2, properties={"STREAM": "rtsp"})
+
+
+async def test_slots_are_advertised_claimed_and_seen_taken_by_the_other_node(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    cluster.set_configuration(CONFIG)
+    name = await cluster.create_instance(
+        CONFIG, "foo0", ["node-a", "node-b"], properties={"IP": "1"}
+    )
+    resource = naming.resource_name(name)
+    a, b = await start_node("node-a"), await start_node("node-b")
+    await a.until_capacity(resource, 2, 2)
+    await b.until_capacity(resource, 2, 2)
+
+    pod = await a.admit(Container("app", {resource: 1}))
+
+    (slot,) = pod.ids("app", resource)
+    assert (await cluster.usage(name))[slot] == "node-a"
+    suffix = naming.instance_digest(name).upper()
+    assert dict(pod.allocations["app"][resource].response.envs) == {
+        f"IP_{suffix}": "1",
+        f"STREAM_{suffix}": "rtsp",
+        "IP": "1",
+        "STREAM": "rtsp",
+    }
+    await b.until(
+        lambda: b.kubelet.resources()[resource].unhealthy_ids == {slot}, "the slot Unhealthy on b"
+    )
+    await a.until_capacity(resource, 2, 2)  # the holder still sees its slot Healthy
+
+
+async def test_a_slot_taken_elsewhere_is_refused_with_a_clear_message(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    cluster.set_configuration(CONFIG)
+    name = await cluster.create_instance(CONFIG, "foo0", ["node-a", "node-b"], capacity=1)
+    resource = naming.resource_name(name)
+    a, b = await start_node("node-a"), await start_node("node-b")
+    await a.until_capacity(resource, 1, 1)
+    await b.until_capacity(resource, 1, 1)
+    await a.admit(Container("app", {resource: 1}))
+    slot = naming.slot_id(name, 0)
+
+    # As a kubelet with a stale view would: ask node-b's plugin for the slot node-a holds.
+    code, message = await allocate_error(b, resource, [slot])
+
+    assert code == grpc.StatusCode.FAILED_PRECONDITION
+    assert f"slot {slot} is held by node node-a" in message
+    assert await cluster.usage(name) == {slot: "node-a"}
+    await b.until(lambda: b.kubelet.allocatable()[resource] == 0, "b sees the slot taken")
+    with pytest.raises(AdmissionError) as refused:
+        await b.admit(Container("app", {resource: 1}))
+    assert refused.value.reason == UNEXPECTED_ADMISSION_ERROR  # the kubelet's own refusal
+    assert await cluster.usage(name) == {slot: "node-a"}
+
+
+async def test_capacity_changes_show_in_list_and_watch_without_over_allocation(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    cluster.set_configuration(CONFIG)
+    name = await cluster.create_instance(CONFIG, "foo0", ["node-a"])
+    resource = naming.resource_name(name)
+    a = await start_node("node-a")
+    await a.until_capacity(resource, 2, 2)
+    await a.admit(Container("app", {resource: 1}))
+    await a.until_capacity(resource, 2, 2)
+
+    await cluster.change_instance(name, capacity=3)
+    await a.until_capacity(resource, 3, 3)
+    await a.admit(Container("app", {resource: 2}))
+    assert sorted((await cluster.usage(name)).values()) == ["node-a"] * 3
+
+    await cluster.change_instance(name, capacity=1)
+    await a.until_capacity(resource, 1, 1)  # slot 0 is this node's, nothing more is grantable
+    with pytest.raises(AdmissionError):
+        await a.admit(Container("app", {resource: 1}))  # the kubelet has no free device left
+    assert len(a.ids(resource)) == 3  # running pods keep what they got
+    assert sorted((await cluster.usage(name)).values()) == ["node-a"] * 3
+
+
+async def test_device_extras_and_configuration_properties_reach_the_container(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    config = configuration("cam", properties={"MODE": "config", "bad-key": "x"})
+    cluster.set_configuration(config)
+    name = await cluster.create_instance(config, "foo0", ["node-a"], properties={"MODE": "device"})
+    resource = naming.resource_name(name)
+    a = await start_node("node-a")
+    await a.until_capacity(resource, 2, 2)
+
+    pod = await a.admit(Container("app", {resource: 1}))
+
+    envs = dict(pod.allocations["app"][resource].response.envs)
+    assert envs["MODE"] == "config"  # the Configuration's brokerProperties win
+    assert not any(key.startswith("bad") for key in envs)
+
+
+async def test_an_instance_that_leaves_the_node_loses_its_plugin(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    cluster.set_configuration(CONFIG)
+    name = await cluster.create_instance(CONFIG, "foo0", ["node-a"])
+    resource = naming.resource_name(name)
+    a = await start_node("node-a")
+    await a.until_capacity(resource, 2, 2)
+
+    await cluster.change_instance(name, nodes=["node-b"])
+
+    await a.until(lambda: resource not in a.kubelet.registered_resources(), "plugin stopped")
+    await eventually(lambda: resource not in a.manager.plugins, "the manager to forget it")
+    assert not list(a.kubelet.device_plugins_dir.glob("akri.sh-cam-*.sock"))
+
+
+def sends(level: str) -> float:
+    return REGISTRY.get_sample_value("akri_list_and_watch_sends_total", {"level": level}) or 0.0
+
+
+async def test_lists_are_sent_only_when_they_change(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    cluster.set_configuration(CONFIG)
+    name = await cluster.create_instance(CONFIG, "foo0", ["node-a"])
+    resource = naming.resource_name(name)
+    a = await start_node("node-a")
+    await a.until_capacity(resource, 2, 2)
+    await a.until_capacity("akri.sh/cam", 1, 1)
+    before = {level: sends(level) for level in ("instance", "configuration")}
+
+    await cluster.change_instance(name, broker_properties={"NEW": "1"})  # same slots
+    await cluster.change_instance(name, capacity=3)  # one more slot; still one CL id
+    await a.until_capacity(resource, 3, 3)
+
+    assert sends("instance") == before["instance"] + 1
+    assert sends("configuration") == before["configuration"]

@@ -1,0 +1,148 @@
+"""Plugins follow the kubelet: restarts, deleted sockets, cut streams, late kubelets (DESIGN §6)."""
+
+from __future__ import annotations
+
+from akri import naming
+from akri.sim.kubelet import Container
+from tests.agent.conftest import AgentNode, Cluster, StartNode, configuration
+from tests.kubelet.plugin import FakePlugin
+from tests.support import eventually
+
+CONFIG = configuration("cam", capacity=2)
+CL = "akri.sh/cam"
+
+
+async def serving(cluster: Cluster, node: AgentNode) -> tuple[str, str]:
+    """One Instance on `node`; returns its IL resource once both plugins are registered."""
+    name = await cluster.create_instance(CONFIG, "foo0", [node.name])
+    resource = naming.resource_name(name)
+    await node.until_capacity(resource, 2, 2)
+    await node.until_capacity(CL, 1, 1)
+    await eventually(lambda: node.manager.ready, "the manager to be ready")
+    return name, resource
+
+
+def registered_again(node: AgentNode, *resources: str, times: int = 2) -> bool:
+    return all(
+        node.kubelet.registrations[r] >= times and r in node.kubelet.registered_resources()
+        for r in resources
+    )
+
+
+async def test_kubelet_restart_re_registers_every_plugin_and_pods_keep_their_slots(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    cluster.set_configuration(CONFIG)
+    node = await start_node("node-a")
+    name, resource = await serving(cluster, node)
+    pods = [await node.admit(Container("app", {resource: 1}))]
+    pods.append(await node.admit(Container("app", {CL: 1})))
+    usage = await cluster.usage(name)
+    sockets = {r: p.server.socket for r, p in node.manager.plugins.items() if p.server}
+
+    await node.kubelet.restart()
+
+    await node.until(lambda: registered_again(node, resource, CL), "both plugins re-registered")
+    await node.until_capacity(resource, 2, 1)  # the slot held through CL is Unhealthy for IL
+    await node.until_capacity(CL, 1, 1)  # the held id; the Instance has no free slot left
+    assert list(node.kubelet.pods.values()) == pods
+    assert await cluster.usage(name) == usage
+    for r, plugin in node.manager.plugins.items():  # the kubelet deleted the old sockets
+        assert plugin.server is not None
+        assert plugin.server.socket != sockets[r]
+    for pod in pods:  # the node admits pods again; they get the slots the node holds
+        assert node.kubelet.remove_pod(pod.spec.uid)
+        await node.admit(*pod.spec.containers)
+    assert await cluster.usage(name) == usage
+
+
+async def test_a_deleted_plugin_socket_brings_a_new_incarnation(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    cluster.set_configuration(CONFIG)
+    node = await start_node("node-a")
+    _, resource = await serving(cluster, node)
+    server = node.manager.plugins[resource].server
+    assert server is not None
+    old = server.socket
+
+    old.unlink()
+
+    await node.until(lambda: registered_again(node, resource), "a new registration")
+    await node.until_capacity(resource, 2, 2)
+    current = node.manager.plugins[resource].server
+    assert current is not None
+    assert current.socket != old
+    assert current.socket.exists()
+    assert node.kubelet.registrations[CL] == 1  # the other plugin was left alone
+
+
+async def test_a_cut_list_and_watch_stream_brings_a_new_registration(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    cluster.set_configuration(CONFIG)
+    node = await start_node("node-a")
+    _, resource = await serving(cluster, node)
+    # Another registration for the resource makes the kubelet close our stream.
+    intruder = FakePlugin(node.kubelet.device_plugins_dir, resource)
+    try:
+        await intruder.start(node.kubelet.socket)
+
+        await node.until(lambda: registered_again(node, resource, times=3), "our registration")
+        await node.until_capacity(resource, 2, 2)
+        assert node.kubelet.registrations[resource] == 3  # no registration storm
+    finally:
+        await intruder.stop()
+    await node.admit(Container("app", {resource: 1}))
+
+
+async def test_plugins_wait_for_a_kubelet_that_starts_late(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    cluster.set_configuration(CONFIG)
+    node = await start_node("node-a", kubelet=False)
+    name = await cluster.create_instance(CONFIG, "foo0", [node.name])
+    resource = naming.resource_name(name)
+    await eventually(lambda: len(node.manager.plugins) == 2, "both plugins to run")
+    assert not node.manager.ready
+
+    await node.kubelet.start()
+
+    await node.until_capacity(resource, 2, 2)
+    await node.until_capacity(CL, 1, 1)
+    await eventually(lambda: node.manager.ready, "the manager to be ready")
+    assert node.kubelet.registrations == {resource: 1, CL: 1}
+
+
+async def test_plugins_come_back_after_a_kubelet_outage(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    cluster.set_configuration(CONFIG)
+    node = await start_node("node-a")
+    _, resource = await serving(cluster, node)
+
+    await node.kubelet.stop()
+    await eventually(lambda: not node.manager.ready, "the manager to notice")
+    await node.kubelet.start()
+
+    await node.until(lambda: registered_again(node, resource, CL), "both plugins re-registered")
+    await eventually(lambda: node.manager.ready, "the manager to be ready again")
+
+
+async def test_a_restarted_agent_registers_again_and_pods_keep_their_slots(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    """Akri #558: registrations must not be lost when the agent restarts."""
+    cluster.set_configuration(CONFIG)
+    node = await start_node("node-a")
+    name, resource = await serving(cluster, node)
+    pod = await node.admit(Container("app", {resource: 1}))
+    usage = await cluster.usage(name)
+
+    await node.restart_agent()
+
+    await node.until(lambda: registered_again(node, resource, CL), "both plugins re-registered")
+    await eventually(lambda: node.manager.ready, "the new agent to be ready")
+    assert node.kubelet.pods[pod.spec.uid] == pod
+    assert await cluster.usage(name) == usage
+    await node.admit(Container("app", {resource: 1}))  # the other slot

@@ -1,0 +1,138 @@
+"""The small pure parts of the plugin layer: socket names, the engine view, PodResources use,
+the record of recent grants, and logging problems once."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from akri import slots
+from akri.agent.plugins.allocations import Allocations
+from akri.agent.plugins.once import OnceLog
+from akri.agent.plugins.pool import released, view, with_usage
+from akri.agent.plugins.reclaim import devices_in_use
+from akri.agent.plugins.sockets import MAX_SOCKET_PATH_BYTES, new_nonce, socket_name
+from akri.api import Instance, InstanceSpec, ObjectMeta
+from akri.naming import digest
+from akri.proto.podresources.v1.api_pb2 import (
+    ContainerDevices,
+    ContainerResources,
+    ListPodResourcesResponse,
+    PodResources,
+)
+from tests.agent.conftest import Clock
+
+DEVICE_PLUGINS = Path("/var/lib/kubelet/device-plugins")
+
+
+def test_socket_names_carry_the_resource_and_the_nonce() -> None:
+    assert socket_name(DEVICE_PLUGINS, "akri.sh/cfg-8120fe", "k1") == "akri.sh-cfg-8120fe-k1.sock"
+
+
+def test_nonces_never_repeat() -> None:
+    assert len({new_nonce() for _ in range(1000)}) == 1000
+
+
+def test_long_names_are_shortened_with_a_digest_to_fit_a_socket_path() -> None:
+    resource = "akri.sh/" + "c" * 63
+    name = socket_name(DEVICE_PLUGINS, resource, "zzzzzzzzzzzz")
+    path = DEVICE_PLUGINS / name
+    assert len(str(path).encode()) == MAX_SOCKET_PATH_BYTES
+    assert name.startswith("akri.sh-ccc")
+    assert name.endswith(f"-{digest(resource)}-zzzzzzzzzzzz.sock")
+    other = socket_name(DEVICE_PLUGINS, "akri.sh/" + "c" * 62 + "d", "zzzzzzzzzzzz")
+    assert other != name  # the digest keeps shortened names apart
+
+
+def test_a_directory_too_long_for_any_socket_is_refused() -> None:
+    with pytest.raises(ValueError, match="too long"):
+        socket_name(Path("/" + "d" * 100), "akri.sh/cfg", "k1")
+
+
+def stored(usage: dict[str, str]) -> Instance:
+    return Instance(
+        metadata=ObjectMeta(name="cfg-8120fe", namespace="default", resource_version="7"),
+        spec=InstanceSpec(configuration_name="cfg", capacity=2, nodes=["a"], device_usage=usage),
+    )
+
+
+def test_the_engine_view_and_back() -> None:
+    instance = stored({"cfg-8120fe-0": "a"})
+    assert view(instance) == slots.Instance("cfg-8120fe", "cfg", 2, ("a",), {"cfg-8120fe-0": "a"})
+    assert with_usage(instance, {"cfg-8120fe-0": "a"}) is None  # nothing to write
+    changed = with_usage(instance, {"cfg-8120fe-0": "a", "cfg-8120fe-1": "C:cfg-0:a"})
+    assert changed is not None
+    assert changed.spec.device_usage == {"cfg-8120fe-0": "a", "cfg-8120fe-1": "C:cfg-0:a"}
+    assert changed.metadata.resource_version == "7"  # the guard the write is based on
+    assert instance.spec.device_usage == {"cfg-8120fe-0": "a"}  # the cached copy is untouched
+
+
+def test_released_frees_only_the_named_holdings_of_the_node() -> None:
+    instance = stored({"cfg-8120fe-0": "a", "cfg-8120fe-1": "C:cfg-0:a"})
+    cl = slots.Holding("akri.sh/cfg", "cfg-0")
+    freed = released(instance, "a", [cl])
+    assert freed is not None
+    assert freed.spec.device_usage == {"cfg-8120fe-0": "a", "cfg-8120fe-1": ""}
+    assert released(instance, "b", [cl]) is None  # another node's holding: nothing to write
+
+
+def test_devices_in_use_are_the_akri_devices_of_listed_containers() -> None:
+    response = ListPodResourcesResponse(
+        pod_resources=[
+            PodResources(
+                name="p",
+                namespace="default",
+                containers=[
+                    ContainerResources(
+                        name="c",
+                        devices=[
+                            ContainerDevices(resource_name="akri.sh/cfg", device_ids=["cfg-0"]),
+                            ContainerDevices(resource_name="nvidia.com/gpu", device_ids=["g"]),
+                        ],
+                    ),
+                    ContainerResources(
+                        name="d",
+                        devices=[
+                            ContainerDevices(
+                                resource_name="akri.sh/cfg-8120fe",
+                                device_ids=["cfg-8120fe-0", "cfg-8120fe-1"],
+                            )
+                        ],
+                    ),
+                ],
+            )
+        ]
+    )
+    assert devices_in_use(response) == {
+        slots.Holding("akri.sh/cfg", "cfg-0"),
+        slots.Holding("akri.sh/cfg-8120fe", "cfg-8120fe-0"),
+        slots.Holding("akri.sh/cfg-8120fe", "cfg-8120fe-1"),
+    }
+
+
+def test_recent_grants_are_remembered_for_the_window_only() -> None:
+    clock = Clock()
+    allocations = Allocations(clock)
+    first, second = slots.Holding("akri.sh/cfg", "cfg-0"), slots.Holding("akri.sh/cfg", "cfg-1")
+    allocations.granted([first])
+    clock.now += 5
+    allocations.granted([second])
+    assert allocations.recent(10) == {first: 1000.0, second: 1005.0}
+    clock.now += 6
+    assert allocations.recent(10) == {second: 1005.0}
+    allocations.granted([second])  # a re-offer renews it
+    assert allocations.recent(10) == {second: 1011.0}
+
+
+def test_problems_are_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    warn_once = OnceLog(logging.getLogger("test"))
+    with caplog.at_level(logging.WARNING):
+        for _ in range(3):
+            warn_once("slot cfg-0 is corrupt")
+        warn_once("slot cfg-1 is corrupt")
+    assert [r.getMessage() for r in caplog.records] == [
+        "slot cfg-0 is corrupt",
+        "slot cfg-1 is corrupt",
+    ]
