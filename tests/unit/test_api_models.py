@@ -198,6 +198,7 @@ def test_condition_types_are_the_names_the_components_share() -> None:
         "InvalidDetails",
         "InvalidProperties",
         "InvalidName",
+        "InvalidBrokerSpec",
     }
     assert ConfigurationStatus().conditions == []
 

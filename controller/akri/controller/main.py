@@ -1,7 +1,122 @@
-"""Entry point of `akri-controller`."""
+"""Entry point of `akri-controller`.
 
-from akri.placeholder import not_implemented
+Exit codes: 0 after SIGTERM/SIGINT (the lease is released for a fast handover), 1 when
+leadership is lost (the Deployment restarts the replica as a fresh candidate), 2 on bad settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import signal
+import sys
+
+from kubernetes_asyncio import client, config
+
+from akri import logs
+from akri.controller import metrics
+from akri.controller.controller import Controller
+from akri.controller.leader import LeaderElector
+from akri.controller.settings import ControllerSettings, SettingsError, load_settings
+from akri.telemetry import serve_telemetry
+
+log = logging.getLogger("akri.controller")
+
+EXIT_LOST_LEADERSHIP = 1
+EXIT_SETTINGS = 2
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+async def api_client(settings: ControllerSettings) -> client.ApiClient:
+    """From KUBECONFIG when set, else the Pod's service account."""
+    if settings.kubeconfig is not None:
+        loaded: client.ApiClient = await config.new_client_from_config(
+            config_file=str(settings.kubeconfig), persist_config=False
+        )
+        return loaded
+    configuration = client.Configuration()
+    config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    return client.ApiClient(configuration)
+
+
+def elector(settings: ControllerSettings, api: client.ApiClient) -> LeaderElector:
+    return LeaderElector(
+        api,
+        settings.pod_namespace,
+        settings.lease_name,
+        f"{settings.identity_base()}-{secrets.token_hex(4)}",
+        settings.lease_timing(),
+    )
+
+
+async def serve(controller: Controller, candidate: LeaderElector | None) -> int:
+    """Run the controller, behind leader election unless there is no candidate."""
+
+    async def leading() -> None:
+        metrics.LEADER.set(1)
+        try:
+            await controller.run()
+        finally:
+            metrics.LEADER.set(0)
+
+    if candidate is None:
+        await leading()
+        return 0
+    await candidate.run(leading)
+    log.error("leadership lost; exiting so a fresh replica campaigns again")
+    return EXIT_LOST_LEADERSHIP
+
+
+async def run(settings: ControllerSettings) -> int:
+    """Run until SIGTERM or SIGINT (exit 0) or until leadership is lost (exit 1)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in SIGNALS:
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        return await _run_until(stop, settings)
+    finally:
+        for signum in SIGNALS:
+            loop.remove_signal_handler(signum)
+
+
+async def _run_until(stop: asyncio.Event, settings: ControllerSettings) -> int:
+    async with await api_client(settings) as api:
+        controller = Controller(api, settings.tuning())
+        candidate = elector(settings, api) if settings.leader_election else None
+
+        def ready() -> bool:
+            """A synced leader, or a standby replica."""
+            return controller.ready or (candidate is not None and not candidate.leading)
+
+        telemetry = None
+        if settings.metrics_port:
+            telemetry = await serve_telemetry(settings.metrics_port, ready)
+        work = asyncio.create_task(serve(controller, candidate), name="controller")
+        stopping = asyncio.create_task(stop.wait(), name="controller-signals")
+        try:
+            done, _ = await asyncio.wait([work, stopping], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            work.cancel()
+            stopping.cancel()
+            await asyncio.gather(work, stopping, return_exceptions=True)
+            if telemetry is not None:
+                await telemetry.cleanup()
+    if work in done:
+        return work.result()
+    log.info("stopped")
+    return 0
 
 
 def main() -> int:
-    return not_implemented("akri-controller")
+    try:
+        settings = load_settings()
+    except SettingsError as error:
+        print(f"akri-controller: invalid settings: {error}", file=sys.stderr)
+        return EXIT_SETTINGS
+    logs.configure(settings.log_level, settings.log_format, component="controller")
+    try:
+        return asyncio.run(run(settings))
+    except KeyboardInterrupt:
+        return 0

@@ -20,6 +20,7 @@ class ConditionType(StrEnum):
     INVALID_DETAILS = "InvalidDetails"
     INVALID_PROPERTIES = "InvalidProperties"
     INVALID_NAME = "InvalidName"
+    INVALID_BROKER_SPEC = "InvalidBrokerSpec"
 
 
 class KeySelector(WireModel):

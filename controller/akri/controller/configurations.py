@@ -1,0 +1,98 @@
+"""Reconcile one Configuration: its `<configuration>-svc` and the status fields the controller owns.
+
+The Service exists while any broker of the Configuration runs. The status (instanceCount and
+InvalidBrokerSpec) is written with a guarded update of the status subresource, only when it
+changes; a new broker problem, or its resolution, is also recorded as an Event.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from akri import naming
+from akri.api import Configuration
+from akri.controller.brokers import COMPONENT
+from akri.controller.builders import BrokerSpecError, configuration_service, is_running
+from akri.controller.calls import error_message
+from akri.controller.conditions import updated_status
+from akri.controller.context import CONFIGURATION, Context
+from akri.controller.services import apply_service
+from akri.kube.events import record_event
+from akri.kube.guarded import CustomResource, GuardedWriter
+
+log = logging.getLogger(__name__)
+
+CONFIGURATIONS = CustomResource(naming.GROUP, naming.VERSION, Configuration.plural)
+
+
+async def reconcile_configuration(ctx: Context, namespace: str, name: str) -> None:
+    obj = ctx.caches.configurations.get(namespace, name)
+    if obj is None:
+        ctx.outcomes.pop((namespace, name), None)
+        return
+    configuration = Configuration.from_wire(obj)
+    key = (namespace, name)
+    running = any(is_running(p) for p in ctx.caches.pods.by(CONFIGURATION, key))
+    problem = None
+    try:
+        desired = configuration_service(configuration) if running else None
+    except BrokerSpecError as error:
+        problem = f"configuration service spec: {error}"
+        desired = None
+    service = naming.configuration_service_name(name)
+    try:
+        async with ctx.in_flight:
+            done = await apply_service(ctx, namespace, service, configuration.metadata.uid, desired)
+    except ApiException as error:
+        done = None
+        problem = f"Service {service}: {error_message(error)}"
+    if done is not None:
+        await _event(ctx, obj, "ServiceChanged", done)
+    if problem is not None:
+        await _event(ctx, obj, "ServiceFailed", problem, warning=True)
+    await _write_status(ctx, configuration, obj)
+
+
+async def _write_status(ctx: Context, configuration: Configuration, obj: dict[str, Any]) -> None:
+    namespace, name = configuration.metadata.namespace or "default", configuration.metadata.name
+    assert name is not None
+    key = (namespace, name)
+    count = len(ctx.caches.instances.by(CONFIGURATION, key))
+    outcome = ctx.outcomes.get(key)
+    now = datetime.now(UTC)
+    if updated_status(obj.get("status"), instance_count=count, outcome=outcome, now=now) is None:
+        return
+    before = (obj.get("status") or {}).get("conditions")
+
+    def mutate(current: dict[str, Any]) -> dict[str, Any] | None:
+        if current["metadata"].get("uid") != configuration.metadata.uid:
+            return None
+        status = updated_status(
+            current.get("status"), instance_count=count, outcome=outcome, now=now
+        )
+        if status is None:
+            return None
+        current["status"] = status
+        return current
+
+    writer = GuardedWriter(ctx.api_client, CONFIGURATIONS)
+    async with ctx.in_flight:
+        stored = await writer.update(namespace, name, mutate, cached=obj, subresource="status")
+    after = ((stored or {}).get("status") or {}).get("conditions")
+    if outcome is not None and after != before and stored is not None:
+        if outcome.problem is not None:
+            await _event(ctx, stored, "InvalidBrokerSpec", outcome.problem, warning=True)
+        else:
+            await _event(ctx, stored, "BrokerSpecAccepted", "brokers are created again")
+
+
+async def _event(
+    ctx: Context, obj: dict[str, Any], reason: str, message: str, *, warning: bool = False
+) -> None:
+    await record_event(
+        ctx.core, obj, reason, message, component=COMPONENT, kind="Warning" if warning else "Normal"
+    )

@@ -1,0 +1,168 @@
+"""What every reconcile shares: the caches with their indexes, API clients, the work queue,
+the failure history, and the controller's tuning."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
+
+from kubernetes_asyncio import client
+
+from akri import naming
+from akri.api import Configuration, Instance
+from akri.controller.cache import Cache, OnChange
+from akri.controller.conditions import BrokerOutcome
+from akri.controller.retries import Retries
+from akri.controller.workqueue import WorkQueue
+from akri.kube.reflector import ListFunction, Object
+from akri.slots import ConfigurationHolder, NodeHolder, parse_usage
+
+CONFIGURATION = "configuration"
+INSTANCE = "instance"
+NODE = "node"
+WorkKey = tuple[str, str, str]
+"""(kind, namespace, name): which object to reconcile; nodes have no namespace."""
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Knobs of one controller, in seconds where they are times."""
+
+    namespace: str | None = None
+    """Follow this namespace only; all namespaces when None."""
+    pending_grace: float = 300.0
+    """How long a broker Pod may stay Pending before it is recreated."""
+    node_grace: float = 300.0
+    """How long a node may be not Ready before its slots are freed."""
+    backoff_initial: float = 2.0
+    backoff_max: float = 300.0
+    workers: int = 8
+    max_in_flight: int = 32
+    """API writes one controller has under way at once."""
+
+
+def owned_by(obj: Object, uid: str | None) -> bool:
+    return any(
+        ref.get("uid") == uid and ref.get("controller")
+        for ref in obj["metadata"].get("ownerReferences") or []
+    )
+
+
+def _label_key(label: str, obj: Object) -> Iterable[Hashable]:
+    value = (obj["metadata"].get("labels") or {}).get(label)
+    return [] if value is None else [(obj["metadata"].get("namespace", ""), value)]
+
+
+def _instance_configuration(obj: Object) -> Iterable[Hashable]:
+    return [(obj["metadata"].get("namespace", ""), obj["spec"].get("configurationName"))]
+
+
+def instance_nodes(obj: Object) -> set[str]:
+    """Nodes an Instance names: in `nodes`, or as a holder of one of its slots."""
+    spec = obj.get("spec") or {}
+    nodes = set(spec.get("nodes") or [])
+    for value in (spec.get("deviceUsage") or {}).values():
+        holder = parse_usage(value) if isinstance(value, str) else None
+        if isinstance(holder, NodeHolder | ConfigurationHolder):
+            nodes.add(holder.node)
+    return nodes
+
+
+class Caches:
+    """One cache per kind the controller follows; broker kinds only with its label."""
+
+    def __init__(self, api_client: client.ApiClient, namespace: str | None, on: OnChanges) -> None:
+        core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
+        custom = client.CustomObjectsApi(api_client)
+        selector = f"{naming.LABEL_CONTROLLER}={naming.CONTROLLER_LABEL_VALUE}"
+
+        def custom_list(plural: str) -> ListFunction:
+            if namespace is None:
+                return functools.partial(
+                    custom.list_cluster_custom_object, naming.GROUP, naming.VERSION, plural
+                )
+            return functools.partial(
+                custom.list_namespaced_custom_object,
+                naming.GROUP,
+                naming.VERSION,
+                namespace,
+                plural,
+            )
+
+        def core_list(all_namespaces: ListFunction, namespaced: ListFunction) -> ListFunction:
+            return all_namespaces if namespace is None else functools.partial(namespaced, namespace)
+
+        by_instance = functools.partial(_label_key, naming.LABEL_INSTANCE)
+        self.configurations = Cache(custom_list(Configuration.plural), on.configuration)
+        self.instances = Cache(
+            custom_list(Instance.plural),
+            on.instance,
+            {CONFIGURATION: _instance_configuration, NODE: instance_nodes},
+        )
+        self.pods = Cache(
+            core_list(core.list_pod_for_all_namespaces, core.list_namespaced_pod),
+            on.pod,
+            {
+                INSTANCE: by_instance,
+                CONFIGURATION: functools.partial(_label_key, naming.LABEL_CONFIGURATION),
+            },
+            label_selector=selector,
+        )
+        self.jobs = Cache(
+            core_list(batch.list_job_for_all_namespaces, batch.list_namespaced_job),
+            on.job,
+            {INSTANCE: by_instance},
+            label_selector=selector,
+        )
+        self.services = Cache(
+            core_list(core.list_service_for_all_namespaces, core.list_namespaced_service),
+            on.service,
+            label_selector=selector,
+        )
+        self.nodes = Cache(core.list_node, on.node)
+
+    def all(self) -> list[Cache]:
+        return [
+            self.configurations,
+            self.instances,
+            self.pods,
+            self.jobs,
+            self.services,
+            self.nodes,
+        ]
+
+
+@dataclass(frozen=True)
+class OnChanges:
+    configuration: OnChange
+    instance: OnChange
+    pod: OnChange
+    job: OnChange
+    service: OnChange
+    node: OnChange
+
+
+@dataclass
+class Context:
+    api_client: client.ApiClient
+    caches: Caches
+    queue: WorkQueue[WorkKey]
+    retries: Retries[tuple[str, str, str]]
+    tuning: Tuning
+    in_flight: asyncio.Semaphore
+    outcomes: dict[tuple[str, str], BrokerOutcome] = field(default_factory=dict)
+    """Latest broker creation outcome per Configuration (namespace, name)."""
+
+    @functools.cached_property
+    def core(self) -> client.CoreV1Api:
+        return client.CoreV1Api(self.api_client)
+
+    @functools.cached_property
+    def batch(self) -> client.BatchV1Api:
+        return client.BatchV1Api(self.api_client)
+
+    @functools.cached_property
+    def custom(self) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(self.api_client)

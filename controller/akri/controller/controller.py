@@ -1,0 +1,166 @@
+"""The controller: follow the API, turn every change into work keys, reconcile them.
+
+Each event queues the keys of the objects it may affect (a Pod's Instance and Configuration,
+a Configuration's Instances, ...); workers take keys from a de-duplicating queue, so a burst of
+events costs one reconcile, and run the reconcile of the key's kind. A failed reconcile is
+retried with backoff; nothing here ever stops the controller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+from pydantic import ValidationError
+
+from akri import naming
+from akri.backoff import Backoff
+from akri.controller import metrics
+from akri.controller.brokers import reconcile_instance
+from akri.controller.configurations import reconcile_configuration
+from akri.controller.context import (
+    CONFIGURATION,
+    INSTANCE,
+    NODE,
+    Caches,
+    Context,
+    OnChanges,
+    Tuning,
+    WorkKey,
+    instance_nodes,
+)
+from akri.controller.node_loss import reconcile_node
+from akri.controller.nodes import NodeWatch, is_ready
+from akri.controller.retries import Retries
+from akri.controller.workqueue import WorkQueue
+from akri.kube.reflector import EventType, Object, object_key
+
+log = logging.getLogger(__name__)
+
+RECONCILE_RETRY_S = (0.2, 30.0)
+"""First and longest wait before a failed reconcile runs again."""
+
+
+class Controller:
+    """`await Controller(api_client, tuning).run()` until cancelled."""
+
+    def __init__(self, api_client: client.ApiClient, tuning: Tuning | None = None) -> None:
+        tuning = tuning or Tuning()
+        self.tuning = tuning
+        self.queue: WorkQueue[WorkKey] = WorkQueue()
+        on = OnChanges(
+            self._on_configuration,
+            self._on_instance,
+            self._on_pod,
+            self._on_job,
+            self._on_service,
+            self._on_node,
+        )
+        self.caches = Caches(api_client, tuning.namespace, on)
+        self.context = Context(
+            api_client,
+            self.caches,
+            self.queue,
+            Retries(lambda: Backoff(initial=tuning.backoff_initial, maximum=tuning.backoff_max)),
+            tuning,
+            asyncio.Semaphore(tuning.max_in_flight),
+        )
+        self.nodes = NodeWatch(tuning.node_grace)
+        self._failures: Retries[WorkKey] = Retries(lambda: Backoff(*RECONCILE_RETRY_S))
+        self._pod_count = metrics.BrokerPodCount()
+        self.ready = False
+
+    async def run(self) -> None:
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                for cache in self.caches.all():
+                    tasks.create_task(cache.run(), name="controller-watch")
+                for cache in self.caches.all():
+                    await cache.wait_synced()
+                self.ready = True
+                log.info("caches synced; reconciling with %d workers", self.tuning.workers)
+                for _ in range(self.tuning.workers):
+                    tasks.create_task(self._work(), name="controller-worker")
+        finally:
+            self.ready = False
+            self.queue.close()
+            self._pod_count.clear()
+
+    # --- events -> keys -----------------------------------------------------------------
+
+    async def _on_configuration(self, _kind: EventType, obj: Object) -> None:
+        namespace, name = object_key(obj)
+        self.queue.add((CONFIGURATION, namespace, name))
+        for instance in self.caches.instances.by(CONFIGURATION, (namespace, name)):
+            self.queue.add((INSTANCE, namespace, instance["metadata"]["name"]))
+
+    async def _on_instance(self, _kind: EventType, obj: Object) -> None:
+        namespace, name = object_key(obj)
+        self.queue.add((INSTANCE, namespace, name))
+        configuration = (obj.get("spec") or {}).get("configurationName")
+        if configuration:
+            self.queue.add((CONFIGURATION, namespace, configuration))
+        for node in instance_nodes(obj):
+            known = self.caches.nodes.get("", node)
+            if known is None or not is_ready(known):
+                self.queue.add((NODE, "", node))
+
+    async def _on_pod(self, kind: EventType, obj: Object) -> None:
+        self._pod_count.update(kind, obj)
+        self._queue_owners(obj)
+
+    async def _on_job(self, _kind: EventType, obj: Object) -> None:
+        self._queue_owners(obj)
+
+    async def _on_service(self, _kind: EventType, obj: Object) -> None:
+        self._queue_owners(obj)
+
+    def _queue_owners(self, obj: Object) -> None:
+        """Queue the Instance and the Configuration a broker object is labelled with."""
+        namespace = obj["metadata"].get("namespace", "")
+        labels = obj["metadata"].get("labels") or {}
+        if instance := labels.get(naming.LABEL_INSTANCE):
+            self.queue.add((INSTANCE, namespace, instance))
+        if configuration := labels.get(naming.LABEL_CONFIGURATION):
+            self.queue.add((CONFIGURATION, namespace, configuration))
+
+    async def _on_node(self, _kind: EventType, obj: Object) -> None:
+        self.queue.add((NODE, "", obj["metadata"]["name"]))
+
+    # --- keys -> reconciles -------------------------------------------------------------
+
+    async def _work(self) -> None:
+        while True:
+            key = await self.queue.get()
+            try:
+                await self._reconcile(key)
+            finally:
+                self.queue.done(key)
+
+    async def _reconcile(self, key: WorkKey) -> None:
+        kind, namespace, name = key
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            if kind == INSTANCE:
+                await reconcile_instance(self.context, namespace, name)
+            elif kind == CONFIGURATION:
+                await reconcile_configuration(self.context, namespace, name)
+            else:
+                await reconcile_node(self.context, self.nodes, name)
+        except Exception as error:  # one object's trouble must not stop the others
+            # API trouble and malformed objects are expected; anything else is a bug: traceback.
+            delay = self._failures.failed(key)
+            if isinstance(error, ApiException | OSError | TimeoutError | ValidationError):
+                log.warning("reconcile of %s %s/%s failed: %s; retry in %.1fs", *key, error, delay)
+            else:
+                log.exception("reconcile of %s %s/%s failed; retry in %.1fs", *key, delay)
+            metrics.RECONCILES.labels(kind, "error").inc()
+            self.queue.add_after(key, delay)
+        else:
+            self._failures.succeeded(key)
+            metrics.RECONCILES.labels(kind, "ok").inc()
+        finally:
+            metrics.RECONCILE_SECONDS.labels(kind).observe(loop.time() - started)

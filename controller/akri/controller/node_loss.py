@@ -1,0 +1,125 @@
+"""Reconcile one node: once it is lost, take it out of every Instance and free its slots.
+
+The write is the same resourceVersion-guarded read-modify-write the agents use
+(`GuardedWriter` + `akri.slots.scrub_node`), so it never undoes an agent's concurrent claim.
+An Instance left with no node is deleted with a resourceVersion precondition: if an agent added
+itself back meanwhile, the delete fails and the Instance stays.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from akri import naming
+from akri.api import Instance
+from akri.controller.brokers import COMPONENT
+from akri.controller.calls import call
+from akri.controller.context import NODE, Context
+from akri.controller.nodes import NodeWatch
+from akri.kube.events import record_event
+from akri.kube.guarded import (
+    HTTP_CONFLICT,
+    HTTP_NOT_FOUND,
+    CustomResource,
+    GuardedWriter,
+    Object,
+)
+from akri.slots import Instance as PoolInstance
+from akri.slots import scrub_node
+
+log = logging.getLogger(__name__)
+
+INSTANCES = CustomResource(naming.GROUP, naming.VERSION, Instance.plural)
+DELETE_ATTEMPTS = 5
+
+
+def pool_instance(obj: Object) -> PoolInstance:
+    """What `akri.slots` needs of an Instance object."""
+    spec = obj["spec"]
+    return PoolInstance(
+        name=obj["metadata"]["name"],
+        configuration=spec["configurationName"],
+        capacity=spec.get("capacity", 1),
+        nodes=tuple(spec.get("nodes") or ()),
+        usage=dict(spec.get("deviceUsage") or {}),
+    )
+
+
+def scrubbed(obj: Object, node: str) -> Object | None:
+    """`obj` without `node` (out of nodes, its slots freed); None when it has nothing of it."""
+    before = pool_instance(obj)
+    after = scrub_node(before, node)
+    if after == before:
+        return None
+    obj["spec"]["nodes"] = list(after.nodes)
+    obj["spec"]["deviceUsage"] = dict(after.usage)
+    return obj
+
+
+async def reconcile_node(ctx: Context, watch: NodeWatch, name: str) -> None:
+    watch.observe(name, ctx.caches.nodes.get("", name))
+    lost_in = watch.lost_in(name)
+    if lost_in is None:
+        return
+    if lost_in > 0:
+        ctx.queue.add_after((NODE, "", name), lost_in)
+        return
+    writer = GuardedWriter(ctx.api_client, INSTANCES)
+    for obj in ctx.caches.instances.by(NODE, name):
+        metadata = obj["metadata"]
+        namespace, instance = metadata["namespace"], metadata["name"]
+        wrote = False
+
+        def mutate(current: Object) -> Object | None:
+            nonlocal wrote
+            result = scrubbed(current, name)
+            wrote = result is not None
+            return result
+
+        async with ctx.in_flight:
+            stored = await writer.update(namespace, instance, mutate, cached=obj)
+        if stored is None or not wrote:
+            continue
+        log.info("node %s is lost: removed from Instance %s/%s", name, namespace, instance)
+        await _event(ctx, stored, f"node {name} is lost: removed from nodes, its slots freed")
+        if not stored["spec"].get("nodes"):
+            await _delete_if_empty(ctx, writer, stored)
+
+
+async def _delete_if_empty(ctx: Context, writer: GuardedWriter, obj: Object) -> None:
+    """Delete `obj` while it still has no node; re-read and decide again on a conflict."""
+    current: Object | None = obj
+    for _ in range(DELETE_ATTEMPTS):
+        if current is None or current["spec"].get("nodes"):
+            return
+        metadata = current["metadata"]
+        preconditions = {"resourceVersion": metadata["resourceVersion"], "uid": metadata["uid"]}
+        try:
+            async with ctx.in_flight:
+                await call(
+                    ctx.custom.delete_namespaced_custom_object,
+                    naming.GROUP,
+                    naming.VERSION,
+                    metadata["namespace"],
+                    Instance.plural,
+                    metadata["name"],
+                    body={"preconditions": preconditions},
+                )
+        except ApiException as error:
+            if error.status == HTTP_NOT_FOUND:
+                return
+            if error.status != HTTP_CONFLICT:
+                raise
+            current = await writer.read(metadata["namespace"], metadata["name"])
+            continue
+        ctx.caches.instances.assume_deleted(current)
+        await _event(ctx, current, "no node sees the device any more: Instance deleted")
+        return
+    log.warning("Instance %s kept changing; not deleted", obj["metadata"]["name"])
+
+
+async def _event(ctx: Context, instance: dict[str, Any], message: str) -> None:
+    await record_event(ctx.core, instance, "NodeLost", message, component=COMPONENT)

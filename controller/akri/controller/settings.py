@@ -1,0 +1,109 @@
+"""The controller's settings, all from environment variables (the Deployment sets them).
+
+Checked up front: a typo stops the controller at start, naming the variable and the problem,
+instead of showing up later as brokers that never appear.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Annotated, Literal, Self
+
+from pydantic import BeforeValidator, Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from akri.controller.context import Tuning
+from akri.controller.leader import LeaseTiming
+from akri.durations import Duration
+from akri.logs import LogFormat
+
+PositiveDuration = Annotated[Duration, Field(gt=0)]
+
+
+class SettingsError(Exception):
+    """Settings the controller cannot start with; the text names each variable."""
+
+
+class ControllerSettings(BaseSettings):
+    """One field per environment variable: `node_grace` is read from NODE_GRACE."""
+
+    model_config = SettingsConfigDict(extra="ignore", frozen=True)
+
+    kubeconfig: Path | None = None
+    """A kubeconfig file; the in-cluster service account when unset."""
+    akri_namespace: str | None = None
+    """Follow Configurations, Instances and brokers of this namespace only; all when unset."""
+    pod_namespace: str = "default"
+    """The controller's own namespace (downward API): where its leader Lease lives."""
+    pod_name: str | None = None
+    """The controller Pod's name (downward API): its identity in the Lease, with a suffix."""
+    node_grace: Duration = 300.0
+    """How long a node may be not Ready before it is taken out of Instances."""
+    pending_grace: PositiveDuration = 300.0
+    """How long a broker Pod may stay Pending before it is recreated."""
+    broker_backoff_initial: PositiveDuration = 2.0
+    """Wait before recreating a broker that failed the first time; doubles per failure."""
+    broker_backoff_max: PositiveDuration = 300.0
+    """Longest wait before recreating a failing broker."""
+    leader_election: bool = True
+    """Elect one acting replica through a Lease; disable only for a single replica."""
+    lease_name: str = "akri-controller"
+    lease_duration: PositiveDuration = 15.0
+    lease_renew_interval: PositiveDuration = 5.0
+    lease_renew_deadline: PositiveDuration = 10.0
+    lease_retry_interval: PositiveDuration = 2.0
+    workers: int = Field(default=8, ge=1, le=256)
+    """Reconciles run at once (different objects only)."""
+    metrics_port: int = Field(default=8080, ge=0, le=65535)
+    """Port of /metrics, /healthz and /readyz; 0 serves none of them."""
+    log_level: Annotated[
+        Literal["DEBUG", "INFO", "WARNING", "ERROR"], BeforeValidator(lambda v: str(v).upper())
+    ] = "INFO"
+    log_format: LogFormat = "json"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if self.broker_backoff_initial > self.broker_backoff_max:
+            raise ValueError("BROKER_BACKOFF_INITIAL must not exceed BROKER_BACKOFF_MAX")
+        self.lease_timing()  # raises ValueError when the lease times do not fit together
+        return self
+
+    def tuning(self) -> Tuning:
+        return Tuning(
+            namespace=self.akri_namespace,
+            pending_grace=self.pending_grace,
+            node_grace=self.node_grace,
+            backoff_initial=self.broker_backoff_initial,
+            backoff_max=self.broker_backoff_max,
+            workers=self.workers,
+        )
+
+    def lease_timing(self) -> LeaseTiming:
+        return LeaseTiming(
+            duration=self.lease_duration,
+            renew_interval=self.lease_renew_interval,
+            renew_deadline=self.lease_renew_deadline,
+            retry_interval=self.lease_retry_interval,
+        )
+
+    def identity_base(self) -> str:
+        return self.pod_name or socket.gethostname()
+
+
+def load_settings() -> ControllerSettings:
+    """The settings from the process environment; SettingsError explains what is wrong."""
+    try:
+        return ControllerSettings()
+    except ValidationError as error:
+        raise SettingsError(describe(error)) from None
+
+
+def describe(error: ValidationError) -> str:
+    """One line per bad variable, named as it is set (NODE_GRACE, not node_grace)."""
+    problems = []
+    for problem in error.errors():
+        variable = str(problem["loc"][0]).upper() if problem["loc"] else "settings"
+        reason = str(problem["msg"]).removeprefix("Value error, ")
+        problems.append(f"{variable}: {reason}")
+    return "; ".join(problems)

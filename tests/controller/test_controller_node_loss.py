@@ -1,0 +1,107 @@
+"""A node that is gone gives up everything: out of every Instance's nodes, its slots freed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from akri import naming
+from akri.controller.context import Tuning
+from akri.sim.cluster import Cluster
+from tests.controller.conftest import (
+    configuration_body,
+    create_configuration,
+    create_instance,
+    events,
+    patch,
+    read_instance,
+    running,
+)
+from tests.support import eventually
+
+CAPACITY = 3
+
+
+async def hold(api: client.ApiClient, name: str, usage: dict[str, str]) -> None:
+    """Slots held as agents would hold them (a guarded write is not needed: nobody races)."""
+    await patch(api, "instances", name, {"spec": {"deviceUsage": usage}})
+
+
+async def test_node_not_ready_past_grace_is_scrubbed(cluster: Cluster) -> None:
+    api = cluster.api_client()
+    configuration = await create_configuration(api, configuration_body("cam", capacity=CAPACITY))
+    both = await create_instance(api, configuration, "dev0", ["node-0", "node-1"])
+    alone = await create_instance(api, configuration, "dev1", ["node-1"])
+    both_name, alone_name = both.metadata.name or "", alone.metadata.name or ""
+    await hold(
+        api,
+        both_name,
+        {
+            naming.slot_id(both_name, 0): "node-0",
+            naming.slot_id(both_name, 1): "node-1",
+            naming.slot_id(both_name, 2): "C:cam-0:node-1",
+        },
+    )
+    await hold(api, alone_name, {naming.slot_id(alone_name, 0): "node-1"})
+
+    async with running(api) as controller:
+        await eventually(lambda: controller.ready, "the controller to sync")
+        await cluster.nodes["node-1"].kubelet.stop()
+
+        async def scrubbed() -> dict[str, Any] | None:
+            found = await read_instance(api, both_name)
+            return found if found and found["spec"]["nodes"] == ["node-0"] else None
+
+        kept = await eventually(scrubbed, "node-1 to leave the shared Instance")
+        assert kept["spec"]["deviceUsage"] == {
+            naming.slot_id(both_name, 0): "node-0",
+            naming.slot_id(both_name, 1): "",
+            naming.slot_id(both_name, 2): "",
+        }
+        await eventually(
+            lambda: _gone(api, alone_name), "the Instance only node-1 saw to be deleted"
+        )
+        reasons = {e.reason for e in await events(api, both_name)}
+        assert "NodeLost" in reasons
+
+
+async def test_ready_node_within_grace_keeps_everything(cluster: Cluster) -> None:
+    api = cluster.api_client()
+    configuration = await create_configuration(api, configuration_body("cam"))
+    instance = await create_instance(api, configuration, "dev0", ["node-0", "node-1"])
+    name = instance.metadata.name or ""
+    slow = Tuning(node_grace=300.0)
+
+    async with running(api, slow) as controller:
+        await eventually(lambda: controller.ready, "the controller to sync")
+        await cluster.nodes["node-1"].kubelet.stop()
+        await eventually(
+            lambda: controller.nodes.lost_in("node-1") is not None, "node-1 to be seen not Ready"
+        )
+        found = await read_instance(api, name)
+        assert found is not None
+        assert found["spec"]["nodes"] == ["node-0", "node-1"]
+
+
+async def test_deleted_node_is_scrubbed_without_grace(api: client.ApiClient) -> None:
+    configuration = await create_configuration(api, configuration_body("cam"))
+    await client.CoreV1Api(api).create_node(
+        client.V1Node(metadata=client.V1ObjectMeta(name="node-0"))
+    )
+    instance = await create_instance(api, configuration, "dev0", ["node-0", "vanished"])
+    name = instance.metadata.name or ""
+    await hold(api, name, {naming.slot_id(name, 0): "vanished"})
+
+    async with running(api, Tuning(node_grace=300.0)):
+
+        async def scrubbed() -> dict[str, Any] | None:
+            found = await read_instance(api, name)
+            return found if found and found["spec"]["nodes"] == ["node-0"] else None
+
+        kept = await eventually(scrubbed, "the deleted node to leave the Instance")
+        assert set(kept["spec"]["deviceUsage"].values()) == {""}
+
+
+async def _gone(api: client.ApiClient, name: str) -> bool:
+    return await read_instance(api, name) is None
