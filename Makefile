@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 SOURCES = $(wildcard core sim agent controller discovery-handlers tests bench)
 PYTEST_ARGS ?=
 
-.PHONY: install sim test test-slow lint types imports pytest format protos crds bench clean
+.PHONY: install sim test test-slow lint types imports pytest umockdev format protos crds bench clean
 
 ROOTS := core sim agent controller discovery-handlers
 
@@ -37,8 +37,18 @@ imports: $(STAMP)
 	$(BIN)/lint-imports
 
 # pytest exits 5 when it collects nothing; make treats that as the failure it is.
-pytest: $(STAMP)
+# The udev tests need fake devices from umockdev, preloaded by its wrapper (Debian package
+# umockdev, installed here when missing); only they run under it, as it disturbs gRPC sockets.
+UDEV_TESTS := tests/handlers/test_udev_system.py
+
+pytest: $(STAMP) umockdev
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	umockdev-wrapper $(BIN)/python -m pytest $(UDEV_TESTS) $(PYTEST_ARGS)
+
+umockdev:
+	@command -v umockdev-wrapper >/dev/null || { \
+	  echo "installing umockdev (Debian) for the udev tests"; \
+	  apt-get update -qq && apt-get install -y -qq umockdev >/dev/null; }
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)

@@ -31,7 +31,7 @@ def test_good_details(details: str, descriptions: list[str]) -> None:
 @pytest.mark.parametrize(
     ("details", "reason"),
     [
-        ("", "must be a mapping"),
+        ("", "descriptions: Field required"),
         ("[foo0]", "must be a mapping"),
         ("descriptions: foo0", "descriptions: Input should be a valid list"),
         ("descriptions: [1]", "descriptions.0: Input should be a valid string"),

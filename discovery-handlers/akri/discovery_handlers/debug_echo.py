@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from akri.agent.discovery.model import Device, InvalidDetails
+from akri.agent.discovery.model import Device
+from akri.discovery_handlers import details as details_model
 
 NAME = "debugEcho"
 PROPERTY = "DEBUG_ECHO_DESCRIPTION"
@@ -36,19 +36,7 @@ class Details(BaseModel):
 
 def parse_details(details: str) -> Details:
     """The parsed details; InvalidDetails says what is wrong, for the Configuration condition."""
-    try:
-        raw = yaml.safe_load(details)
-    except yaml.YAMLError as error:
-        raise InvalidDetails(f"debugEcho discoveryDetails are not valid YAML: {error}") from None
-    if not isinstance(raw, dict):
-        raise InvalidDetails("debugEcho discoveryDetails must be a mapping like descriptions: [a]")
-    try:
-        return Details.model_validate(raw)
-    except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}" for e in error.errors()
-        )
-        raise InvalidDetails(f"invalid debugEcho discoveryDetails: {problems}") from None
+    return details_model.parse_details("debugEcho", details, Details, "descriptions: [a]")
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,16 @@ from pathlib import Path
 from akri.agent.discovery.handler import DiscoveryHandler
 from akri.agent.discovery.registration import DEFAULT_DIRECTORY
 from akri.discovery_handlers import debug_echo
+from akri.discovery_handlers.mdns import handler as mdns
 from akri.discovery_handlers.server import DEFAULT_PORT, HandlerServer
+from akri.discovery_handlers.udev import handler as udev
 
 HandlerFactory = Callable[[bool | None, Mapping[str, str]], DiscoveryHandler]
 
 HANDLERS: dict[str, HandlerFactory] = {
     debug_echo.NAME: debug_echo.from_environment,
+    udev.Udev.name: udev.from_environment,
+    mdns.Mdns.name: mdns.from_environment,
 }
 
 EXIT_USAGE = 2

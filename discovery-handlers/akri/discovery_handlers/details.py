@@ -1,0 +1,39 @@
+"""Turn a Configuration's discoveryDetails (YAML) into a handler's pydantic model, or a reason.
+
+Every handler refuses bad details the same way: an `InvalidDetails` whose text names the
+handler and each offending field, because that text is what a user reads on the Configuration.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from akri.agent.discovery.model import InvalidDetails
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def problems(error: ValidationError) -> str:
+    """One `field.path: message` per problem, joined, for a condition message."""
+    return "; ".join(
+        f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}" for e in error.errors()
+    )
+
+
+def parse_details(handler: str, details: str, model: type[Model], example: str) -> Model:
+    """`details` as `model`; an empty string means all defaults (Akri's CRD default is "")."""
+    try:
+        raw = yaml.safe_load(details)
+    except yaml.YAMLError as error:
+        raise InvalidDetails(f"{handler} discoveryDetails are not valid YAML: {error}") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise InvalidDetails(f"{handler} discoveryDetails must be a mapping like {example}")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as error:
+        raise InvalidDetails(f"invalid {handler} discoveryDetails: {problems(error)}") from None

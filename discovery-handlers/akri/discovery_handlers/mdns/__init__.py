@@ -1,0 +1,1 @@
+"""mdns: services announced over multicast DNS (DNS-SD), followed as they come and go."""

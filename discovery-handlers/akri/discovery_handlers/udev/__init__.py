@@ -1,0 +1,1 @@
+"""udev: local devices matched by udev rules, followed through a udev monitor."""

@@ -1,0 +1,54 @@
+"""Every real handler in `akri-discovery-handler`: listed, refusing bad details over gRPC."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from akri.agent.discovery.handler import DiscoveryHandler
+from akri.agent.discovery.model import InvalidDetails
+from akri.agent.discovery.registry import HandlerRegistry
+from akri.discovery_handlers.main import HANDLERS, main
+from akri.discovery_handlers.server import HandlerServer
+from tests.discovery.conftest import fast_backoff, registered
+
+BAD_DETAILS = {
+    "udev": ("udevRules: ['RUN+=\"/bin/sh\"']", "unsupported udev key RUN"),
+    "mdns": ("serviceTypes: [printers]", "a service type looks like _http._tcp.local."),
+}
+
+
+@pytest.fixture(params=sorted(BAD_DETAILS))
+def handler(request: pytest.FixtureRequest) -> DiscoveryHandler:
+    return HANDLERS[request.param](None, {})
+
+
+@pytest.fixture
+async def served(handler: DiscoveryHandler, socket_dir: Path) -> AsyncIterator[HandlerServer]:
+    async with HandlerServer(handler, socket_dir, backoff=fast_backoff) as server:
+        yield server
+
+
+@pytest.mark.usefixtures("agent", "served")
+async def test_bad_details_become_invalid_argument(
+    handler: DiscoveryHandler, registry: HandlerRegistry
+) -> None:
+    await registered(registry, handler.name)
+    (external,) = registry.handlers(handler.name).values()
+    details, reason = BAD_DETAILS[handler.name]
+    lists = external.discover(details, {})
+    with pytest.raises(InvalidDetails, match=reason):
+        await anext(lists)
+    await lists.aclose()
+
+
+def test_sharing_of_each_handler() -> None:
+    assert HANDLERS["udev"](None, {}).shared is False
+    assert HANDLERS["mdns"](None, {}).shared is True
+
+
+def test_udev_refuses_shared(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["udev", "--shared"]) == 2
+    assert "udev devices are local to their node" in capsys.readouterr().err

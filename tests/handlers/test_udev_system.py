@@ -1,0 +1,151 @@
+"""The udev handler on fake sysfs devices (umockdev): the real pyudev enumeration and monitor.
+
+Every test that needs umockdev-wrapper lives in this file, which CI runs under the wrapper on
+its own: the preloaded library also intercepts other sockets (gRPC's) in ways the leak checks
+of unrelated tests notice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from pathlib import Path
+
+import pytest
+
+from akri.agent.discovery.model import Device, DeviceSpec
+from akri.agent.discovery.registry import HandlerRegistry
+from akri.discovery_handlers.server import HandlerServer
+from akri.discovery_handlers.udev.handler import Udev
+from tests.discovery.conftest import Recorder, SessionFactory, fast_backoff, registered, running
+from tests.handlers.streams import next_list
+from tests.handlers.test_examples import details
+from tests.handlers.umockdev import Testbed, under_wrapper
+
+pytestmark = under_wrapper
+
+VIDEO_RULE = "udevRules: ['SUBSYSTEM==\"video4linux\"']"
+
+
+def camera(bed: Testbed, name: str, vendor: str, number: int) -> tuple[str, str]:
+    """A USB device with one video node below it; their /sys paths."""
+    usb = bed.add(
+        "usb",
+        name,
+        attributes={"idVendor": vendor},
+        properties={"DEVNAME": f"/dev/bus/usb/001/{number:03}", "DEVTYPE": "usb_device"},
+    )
+    video = bed.add(
+        "video4linux", f"video{number}", usb, properties={"DEVNAME": f"/dev/video{number}"}
+    )
+    return usb, video
+
+
+def devpath(syspath: str) -> str:
+    return syspath.removeprefix("/sys")
+
+
+async def first_list(details: str) -> list[Device]:
+    async with aclosing(Udev().discover(details, {})) as lists:
+        return await next_list(lists)
+
+
+async def test_only_devices_matching_a_rule(testbed: Testbed) -> None:
+    _, logitech = camera(testbed, "usb1", "046d", 0)
+    camera(testbed, "usb2", "1234", 1)
+    testbed.add("tty", "ttyS0", properties={"DEVNAME": "/dev/ttyS0"})
+    details = 'udevRules: [\'SUBSYSTEM=="video4linux", ATTRS{idVendor}=="046d"\']\npermissions: rw'
+    assert await first_list(details) == [
+        Device(
+            devpath(logitech),
+            {"UDEV_DEVPATH": devpath(logitech), "UDEV_DEVNODE": "/dev/video0"},
+            device_specs=(DeviceSpec("/dev/video0", "/dev/video0", "rw"),),
+        )
+    ]
+    assert await first_list("udevRules: ['KERNEL==\"nothing*\"']") == []
+
+
+async def test_rules_add_up(testbed: Testbed) -> None:
+    _, video = camera(testbed, "usb1", "046d", 0)
+    tty = testbed.add("tty", "ttyS0", properties={"DEVNAME": "/dev/ttyS0"})
+    details = "udevRules: ['KERNEL==\"ttyS*\"', 'SUBSYSTEM==\"video4linux\"']"
+    assert sorted(d.id for d in await first_list(details)) == sorted(map(devpath, [tty, video]))
+
+
+async def test_group_recursive_merges_a_device_and_its_children(testbed: Testbed) -> None:
+    usb, _ = camera(testbed, "usb1", "046d", 0)
+    testbed.add("video4linux", "video7", usb, properties={"DEVNAME": "/dev/video7"})
+    details = (
+        'udevRules: [\'SUBSYSTEM=="usb"\', \'SUBSYSTEMS=="usb", KERNEL=="video*"\']\n'
+        "groupRecursive: true"
+    )
+    (device,) = await first_list(details)
+    assert device.id == devpath(usb)
+    assert device.properties == {
+        "UDEV_DEVPATH": devpath(usb),
+        "UDEV_DEVNODE_0": "/dev/bus/usb/001/000",
+        "UDEV_DEVNODE_1": "/dev/video0",
+        "UDEV_DEVNODE_2": "/dev/video7",
+    }
+    assert [spec.host_path for spec in device.device_specs] == [
+        "/dev/bus/usb/001/000",
+        "/dev/video0",
+        "/dev/video7",
+    ]
+    ungrouped = await first_list(details.replace("true", "false"))
+    assert len(ungrouped) == 3
+
+
+async def test_hot_plug_reaches_the_session(
+    testbed: Testbed, registry: HandlerRegistry, recorder: Recorder, make_session: SessionFactory
+) -> None:
+    registry.add(Udev())
+    async with running(make_session("udev", VIDEO_RULE).run()):
+        await recorder.until_ids()
+        _, video = camera(testbed, "usb1", "046d", 0)
+        await recorder.until_ids(devpath(video))
+        _, second = camera(testbed, "usb2", "046d", 1)
+        await recorder.until_ids(devpath(video), devpath(second))
+        testbed.remove(video)
+        await recorder.until_ids(devpath(second))
+
+
+async def test_a_change_that_stops_matching_removes_the_device(testbed: Testbed) -> None:
+    usb, video = camera(testbed, "usb1", "046d", 0)
+    details = 'udevRules: [\'KERNEL=="video*", ATTRS{idVendor}=="046d"\']'
+    async with aclosing(Udev().discover(details, {})) as lists:
+        assert [d.id for d in await next_list(lists)] == [devpath(video)]
+        testbed.change_attribute(video, "name", "unrelated")
+        testbed.change_attribute(usb, "idVendor", "ffff")
+        testbed.change_attribute(video, "name", "re-read")
+        assert await next_list(lists) == []
+
+
+async def test_the_example_configuration_finds_video_devices(testbed: Testbed) -> None:
+    testbed.add("tty", "ttyS0", properties={"DEVNAME": "/dev/ttyS0"})
+    video = testbed.add("video4linux", "video0", properties={"DEVNAME": "/dev/video0"})
+    assert [d.id for d in await first_list(details("udev.yaml"))] == [devpath(video)]
+
+
+@pytest.fixture
+async def served_udev(socket_dir: Path) -> AsyncIterator[HandlerServer]:
+    async with HandlerServer(Udev(), socket_dir, backoff=fast_backoff) as server:
+        yield server
+
+
+@pytest.mark.usefixtures("agent", "served_udev")
+async def test_external_udev_handler_follows_hot_plug(
+    testbed: Testbed, registry: HandlerRegistry, recorder: Recorder, make_session: SessionFactory
+) -> None:
+    await registered(registry, "udev")
+    (handler,) = registry.handlers("udev").values()
+    assert handler.shared is False
+    async with running(make_session("udev", VIDEO_RULE).run()):
+        await recorder.until_ids()
+        _, video = camera(testbed, "usb1", "046d", 3)
+        await recorder.until_ids(devpath(video))
+        assert recorder.lists[-1][0].device_specs == (
+            DeviceSpec("/dev/video3", "/dev/video3", "rwm"),
+        )
+        testbed.remove(video)
+        await recorder.until_ids()
