@@ -100,6 +100,7 @@ def _run_sim(args: argparse.Namespace) -> int:
                 kubeconfig=args.kubeconfig.resolve(),
                 workdir=args.workdir,
                 manifests=args.apply,
+                akri=not args.bare,
             )
         )
     except (OSError, ValueError) as error:
@@ -110,9 +111,10 @@ def _run_sim(args: argparse.Namespace) -> int:
 def _add_sim(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "sim",
-        help="run a local cluster (API server, nodes, scheduler) without Kubernetes",
+        help="run a local cluster with akri (API server, nodes, agents, controller)",
         description="Run a whole cluster in one process until interrupted: an emulated "
-        "Kubernetes API server, simulated nodes with kubelet emulators and a scheduler.",
+        "Kubernetes API server, simulated nodes with kubelet emulators, a scheduler, an akri "
+        "agent per node (with an embedded debugEcho handler) and the akri controller.",
     )
     parser.add_argument(
         "--nodes", default="2", help="a node count (node-0, node-1, ...) or comma-separated names"
@@ -134,6 +136,11 @@ def _add_sim(subparsers: Subparsers) -> None:
         default=[],
         metavar="FILE",
         help="a manifest to create once the cluster runs (repeatable)",
+    )
+    parser.add_argument(
+        "--bare",
+        action="store_true",
+        help="run the cluster alone, without the akri agents and controller",
     )
     parser.add_argument(
         "--log-level", default="WARNING", help="logging level (default: %(default)s)"

@@ -1,4 +1,5 @@
-"""A whole cluster in one process: API server, simulated nodes, scheduler.
+"""A whole cluster in one process: API server, simulated nodes, scheduler, and optionally a real
+akri agent per node and the real akri controller.
 
 This is what `akri sim` runs for a user without Kubernetes and what the integration tests run
 on. Every component talks to the others only as it would in a real cluster: through the
@@ -8,17 +9,22 @@ Kubernetes API over HTTP (kubernetes-asyncio) and through gRPC on unix sockets.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kubernetes_asyncio import client, config
 
+from akri.agent.agent import Agent
+from akri.agent.settings import AgentSettings
 from akri.api import crd_definitions
+from akri.controller.context import Tuning
+from akri.controller.controller import Controller
+from akri.discovery_handlers.debug_echo import DebugEcho
 from akri.service import Service
 from akri.sim.apiserver import ApiServer
 from akri.sim.kubelet import Kubelet
@@ -40,12 +46,17 @@ def node_names(spec: str) -> list[str]:
 
 @dataclass
 class SimNode:
-    """One simulated node: its kubelet emulator and the bridge publishing it to the API."""
+    """One simulated node: its kubelet emulator, and the host paths its agent uses."""
 
     name: str
     kubelet: Kubelet
     device_plugins_dir: Path
     pod_resources_dir: Path
+    discovery_handlers_dir: Path
+    debug_echo: DebugEcho
+    debug_echo_file: Path
+    """Write OFFLINE or device descriptions here to take the node's debugEcho devices offline."""
+    agent: Agent | None = None
 
 
 async def load_client(kubeconfig: Path) -> client.ApiClient:
@@ -67,13 +78,23 @@ class Cluster(Service):
         host: str = "127.0.0.1",
         port: int = 0,
         kubeconfig: Path | None = None,
+        agents: bool = False,
+        controller: Tuning | None = None,
+        agent_options: Mapping[str, Any] | None = None,
     ) -> None:
+        """`agents` runs an akri agent on every node (with an embedded debugEcho whose
+        availability file is `<workdir>/nodes/<node>/debug-echo-availability`); `controller`
+        runs the akri controller with that tuning. `agent_options` are AgentSettings fields
+        (e.g. offline_grace) for every agent."""
         # Unix socket paths are limited to 107 bytes: keep the work directory short.
         self._owned_workdir = workdir is None
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="akri-sim-", dir="/tmp"))
         self.kubeconfig = kubeconfig or self.workdir / "kubeconfig"
         self.server = ApiServer(host=host, port=port)
         self.nodes = {name: self._node(name) for name in nodes}
+        self._agents = agents
+        self._agent_options = dict(agent_options or {})
+        self._controller = controller
         self._tasks: list[asyncio.Task[None]] = []
         self._client: client.ApiClient | None = None
 
@@ -82,7 +103,10 @@ class Cluster(Service):
         plugins, pod_resources = root / "device-plugins", root / "pod-resources"
         plugins.mkdir(parents=True, exist_ok=True)
         pod_resources.mkdir(parents=True, exist_ok=True)
-        return SimNode(name, Kubelet(name, plugins, pod_resources), plugins, pod_resources)
+        availability = root / "debug-echo-availability"
+        echo = DebugEcho(availability_file=availability)
+        kubelet = Kubelet(name, plugins, pod_resources)
+        return SimNode(name, kubelet, plugins, pod_resources, root / "akri", echo, availability)
 
     def api_client(self) -> client.ApiClient:
         """The cluster's own client (valid while it runs)."""
@@ -97,16 +121,43 @@ class Cluster(Service):
         self._client = await load_client(self.kubeconfig)
         for node in self.nodes.values():
             await node.kubelet.start()
-            bridge = NodeBridge(node.kubelet, self._client)
-            self._tasks.append(asyncio.create_task(bridge.run(), name=f"node-{node.name}"))
-        self._tasks.append(asyncio.create_task(Scheduler(self._client).run(), name="scheduler"))
+            self._spawn(NodeBridge(node.kubelet, self._client).run(), f"node-{node.name}")
+            if self._agents:
+                node.agent = Agent(
+                    self._agent_settings(node), api_client=self._client, handlers=[node.debug_echo]
+                )
+                self._spawn(node.agent.run(), f"agent-{node.name}")
+        self._spawn(Scheduler(self._client).run(), "scheduler")
+        if self._controller is not None:
+            self._spawn(Controller(self._client, self._controller).run(), "controller")
+
+    def _agent_settings(self, node: SimNode) -> AgentSettings:
+        node.discovery_handlers_dir.mkdir(parents=True, exist_ok=True)
+        return AgentSettings(
+            agent_node_name=node.name,
+            kubeconfig=self.kubeconfig,
+            device_plugins_dir=node.device_plugins_dir,
+            pod_resources_socket=node.pod_resources_dir / "kubelet.sock",
+            discovery_handlers_directory=node.discovery_handlers_dir,
+            metrics_port=0,
+            **self._agent_options,
+        )
+
+    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        """Run a component; one that fails is logged loudly (the others go on, as in a cluster)."""
+
+        def report(task: asyncio.Task[None]) -> None:
+            if not task.cancelled() and task.exception() is not None:
+                log.error("%s stopped: %r", name, task.exception())
+
+        task = asyncio.create_task(work, name=name)
+        task.add_done_callback(report)
+        self._tasks.append(task)
 
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
         for node in self.nodes.values():
             await node.kubelet.stop()

@@ -11,7 +11,9 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from akri.controller.context import Tuning
 from akri.sim.cluster import Cluster
 from akri.sim.manifests import apply_documents, load_documents
 
@@ -28,14 +30,21 @@ def banner(cluster: Cluster, applied: Sequence[str]) -> str:
         f"  kubeconfig  {kubeconfig}",
     ]
     lines += [f"  applied     {name}" for name in applied]
+    first = next(iter(cluster.nodes.values()))
     lines += [
         "Try:",
         f"  export KUBECONFIG={kubeconfig}",
         "  kubectl get nodes,pods -o wide",
         "  kubectl get akric,akrii",
-        f"  kubectl describe node {next(iter(cluster.nodes))}",
-        "Stop with Ctrl-C.",
+        f"  kubectl describe node {first.name}",
     ]
+    if first.agent is not None:
+        availability = first.debug_echo_file
+        lines += [
+            f"  echo foo0 > {availability}   # debugEcho foo0 offline on {first.name}",
+            f"  rm {availability}             # and back",
+        ]
+    lines.append("Stop with Ctrl-C.")
     return "\n".join(lines)
 
 
@@ -46,6 +55,7 @@ async def run(
     kubeconfig: Path,
     workdir: Path | None,
     manifests: Sequence[Path],
+    akri: bool = True,
 ) -> int:
     documents = load_documents(manifests)  # fail on a bad file before starting anything
     stop = asyncio.Event()
@@ -53,7 +63,10 @@ async def run(
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     kubeconfig.parent.mkdir(parents=True, exist_ok=True)
-    async with Cluster(nodes, port=port, kubeconfig=kubeconfig, workdir=workdir) as cluster:
+    components: dict[str, Any] = {"agents": True, "controller": Tuning()} if akri else {}
+    async with Cluster(
+        nodes, port=port, kubeconfig=kubeconfig, workdir=workdir, **components
+    ) as cluster:
         applied = await apply_documents(cluster.api_client(), documents)
         print(banner(cluster, applied), flush=True)
         await stop.wait()
