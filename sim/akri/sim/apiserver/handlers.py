@@ -53,6 +53,10 @@ async def status_errors(request: web.Request, handler: Handler) -> web.StreamRes
         return error_response(error)
     except web.HTTPException:
         raise
+    except ConnectionResetError:
+        # The client went away (e.g. closed its watch): the normal end of a stream.
+        log.debug("client left during %s %s", request.method, request.path)
+        raise
     except Exception as error:
         log.exception("unhandled error serving %s %s", request.method, request.path)
         return error_response(errors.internal(str(error)))
