@@ -14,6 +14,8 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 
+import pytest
+
 from akri import naming, slots
 from akri.agent.plugins import Reclaimer
 from akri.agent.plugins.pool import view
@@ -22,7 +24,8 @@ from tests.agent.conftest import AgentNode, Clock, Cluster, StartNode, configura
 
 CONFIG = configuration("cam", capacity=2, unique=True)
 CL = "akri.sh/cam"
-ROUNDS = 25
+ROUNDS = 300
+SOAK_ROUNDS = 2000
 NODES = ("node-0", "node-1", "node-2", "node-3")
 
 
@@ -55,7 +58,19 @@ async def admit(node: AgentNode, resource: str, count: int) -> bool:
 async def test_concurrent_allocations_on_four_nodes_keep_the_invariant(
     cluster: Cluster, start_node: StartNode
 ) -> None:
-    rng = random.Random(7)
+    await race(cluster, start_node, ROUNDS, seed=7)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+async def test_soak_hundreds_of_racing_rounds(cluster: Cluster, start_node: StartNode) -> None:
+    await race(cluster, start_node, SOAK_ROUNDS, seed=11)
+
+
+async def race(cluster: Cluster, start_node: StartNode, rounds: int, *, seed: int) -> None:
+    """Random concurrent admissions on every node, reclaiming between rounds; the invariant is
+    read back from the API after every round."""
+    rng = random.Random(seed)
     clock = Clock()
     cluster.set_configuration(CONFIG)
     nodes = [await start_node(name, clock=clock) for name in NODES]
@@ -76,7 +91,7 @@ async def test_concurrent_allocations_on_four_nodes_keep_the_invariant(
     ]
     outcomes: Counter[bool] = Counter()
 
-    for round_ in range(ROUNDS):
+    for round_ in range(rounds):
         requests = [(rng.choice(resources), rng.choice((1, 1, 2))) for _ in nodes]
         results = await asyncio.gather(
             *(
@@ -98,5 +113,5 @@ async def test_concurrent_allocations_on_four_nodes_keep_the_invariant(
         await asyncio.gather(*(reclaimer.reclaim() for reclaimer in reclaimers))
         await check_invariant(cluster, nodes, instances, f"after reclaiming in round {round_}")
 
-    assert outcomes[True] > ROUNDS  # the race was real: many pods got slots...
+    assert outcomes[True] > rounds  # the race was real: many pods got slots...
     assert outcomes[False] > 0  # ...and capacity ran out
