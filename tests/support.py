@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar, overload
 
 import pytest
@@ -35,3 +36,15 @@ async def eventually(probe: Callable[[], Any], what: str, deadline_s: float = DE
         if loop.time() > end:
             pytest.fail(f"timed out waiting for {what}")
         await asyncio.sleep(0.02)
+
+
+@contextlib.asynccontextmanager
+async def running(coroutine: Coroutine[Any, Any, None]) -> AsyncIterator[asyncio.Task[None]]:
+    """Run `coroutine` as a task for the block, then cancel it and wait for it to finish."""
+    task = asyncio.create_task(coroutine)
+    try:
+        yield task
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

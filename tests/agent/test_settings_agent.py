@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from akri.agent.settings import AgentSettings, SettingsError, load_settings
+from akri.agent.settings import AgentSettings, load_settings
+from akri.settings import SettingsError
 
 VARIABLES = [name.upper() for name in AgentSettings.model_fields]
 

@@ -3,7 +3,6 @@ fake device plugins standing in for the agent, and a running controller."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
@@ -19,6 +18,7 @@ from akri.controller.controller import Controller
 from akri.sim.cluster import Cluster
 from akri.sim.kubelet.objects import node_status
 from tests.kubelet.plugin import FakePlugin, device
+from tests.support import running as background
 
 NAMESPACE = "default"
 BROKER_IMAGE = "nginx:stable"
@@ -143,13 +143,8 @@ FAST = Tuning(node_grace=0.5, backoff_initial=0.05, backoff_max=0.4, workers=4)
 @contextlib.asynccontextmanager
 async def running(api: client.ApiClient, tuning: Tuning = FAST) -> AsyncIterator[Controller]:
     controller = Controller(api, tuning)
-    task = asyncio.create_task(controller.run(), name="test-controller")
-    try:
+    async with background(controller.run()):
         yield controller
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 @pytest.fixture

@@ -14,7 +14,8 @@ import pytest
 from kubernetes_asyncio import client
 
 from akri.controller import main as entry
-from akri.controller.settings import ControllerSettings, SettingsError, load_settings
+from akri.controller.settings import ControllerSettings, load_settings
+from akri.settings import SettingsError
 from akri.sim.apiserver import ApiServer
 from tests.support import eventually
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -74,18 +73,6 @@ class Recorder:
 
 async def registered(registry: HandlerRegistry, name: str, count: int = 1) -> None:
     await wait_for(lambda: len(registry.handlers(name)) == count, registry.changed)
-
-
-@contextlib.asynccontextmanager
-async def running(coroutine: Coroutine[Any, Any, None]) -> AsyncIterator[asyncio.Task[None]]:
-    """Run `coroutine` as a task for the block, then cancel it and wait for it to finish."""
-    task = asyncio.create_task(coroutine)
-    try:
-        yield task
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 @pytest.fixture

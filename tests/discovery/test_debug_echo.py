@@ -9,7 +9,8 @@ import pytest
 from akri.agent.discovery.model import Device, InvalidDetails
 from akri.agent.discovery.registry import HandlerRegistry
 from akri.discovery_handlers.debug_echo import DebugEcho, from_environment
-from tests.discovery.conftest import DETAILS, Recorder, SessionFactory, running
+from tests.discovery.conftest import DETAILS, Recorder, SessionFactory
+from tests.support import running
 
 
 def ids_of(devices: list[Device]) -> list[str]:

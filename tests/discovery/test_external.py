@@ -25,9 +25,9 @@ from tests.discovery.conftest import (
     fast_backoff,
     only,
     registered,
-    running,
 )
 from tests.discovery.scripted import Scripted
+from tests.support import running
 
 
 def echo(**options: Any) -> DebugEcho:

@@ -14,7 +14,8 @@ import pytest
 
 from akri.agent.discovery.external import ExternalHandler
 from akri.agent.discovery.registry import HandlerRegistry
-from tests.discovery.conftest import DEADLINE_S, Recorder, SessionFactory, only, registered, running
+from tests.discovery.conftest import DEADLINE_S, Recorder, SessionFactory, only, registered
+from tests.support import running
 
 SCRIPT = Path(sys.executable).with_name("akri-discovery-handler")
 

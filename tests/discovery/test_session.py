@@ -8,8 +8,9 @@ from akri.agent.discovery.model import Device, HandlerUnavailable, InvalidDetail
 from akri.agent.discovery.registry import EMBEDDED, HandlerRegistry
 from akri.api import ConditionType
 from akri.discovery_handlers.debug_echo import DebugEcho
-from tests.discovery.conftest import Recorder, SessionFactory, registered, running
+from tests.discovery.conftest import Recorder, SessionFactory, registered
 from tests.discovery.scripted import Scripted
+from tests.support import running
 
 A, B, C = Device("a"), Device("b"), Device("c")
 

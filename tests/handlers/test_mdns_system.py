@@ -15,8 +15,9 @@ from akri.agent.discovery.model import Device, InvalidDetails
 from akri.agent.discovery.registry import HandlerRegistry
 from akri.discovery_handlers.mdns.handler import Mdns, from_environment
 from akri.discovery_handlers.server import HandlerServer
-from tests.discovery.conftest import Recorder, SessionFactory, fast_backoff, registered, running
+from tests.discovery.conftest import Recorder, SessionFactory, fast_backoff, registered
 from tests.handlers.streams import next_list
+from tests.support import running
 
 LOOPBACK = ["127.0.0.1"]
 HTTP = "_http._tcp.local."

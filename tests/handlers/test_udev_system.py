@@ -17,10 +17,11 @@ from akri.agent.discovery.model import Device, DeviceSpec
 from akri.agent.discovery.registry import HandlerRegistry
 from akri.discovery_handlers.server import HandlerServer
 from akri.discovery_handlers.udev.handler import Udev
-from tests.discovery.conftest import Recorder, SessionFactory, fast_backoff, registered, running
+from tests.discovery.conftest import Recorder, SessionFactory, fast_backoff, registered
 from tests.handlers.streams import next_list
 from tests.handlers.test_examples import details
 from tests.handlers.umockdev import Testbed, under_wrapper
+from tests.support import running
 
 pytestmark = under_wrapper
 

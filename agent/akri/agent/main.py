@@ -13,7 +13,8 @@ import sys
 
 from akri import logs
 from akri.agent.agent import Agent
-from akri.agent.settings import SettingsError, load_settings
+from akri.agent.settings import load_settings
+from akri.settings import SettingsError
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, FilePath, ValidationError
+from pydantic import AfterValidator, BeforeValidator, Field, FilePath
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from akri.agent.discovery.registration import DEFAULT_DIRECTORY
@@ -19,12 +19,9 @@ from akri.durations import Duration
 from akri.naming import MAX_OBJECT_NAME
 from akri.proto.deviceplugin.v1beta1.constants import DEVICE_PLUGIN_PATH
 from akri.proto.podresources.v1.constants import POD_RESOURCES_SOCKET
+from akri.settings import load
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-class SettingsError(Exception):
-    """Settings the agent cannot start with; the text names each variable and what is wrong."""
 
 
 def _node_name(name: str) -> str:
@@ -88,18 +85,4 @@ class AgentSettings(BaseSettings):
 
 def load_settings() -> AgentSettings:
     """The settings from the process environment; SettingsError explains what is wrong."""
-    try:
-        return AgentSettings()  # values come from the environment
-    except ValidationError as error:
-        raise SettingsError(describe(error)) from None
-
-
-def describe(error: ValidationError) -> str:
-    """One line per bad variable, named as it is set (AGENT_NODE_NAME, not agent_node_name)."""
-    problems = []
-    for problem in error.errors():
-        variable = str(problem["loc"][0]).upper() if problem["loc"] else "settings"
-        reason = "is required" if problem["type"] == "missing" else problem["msg"]
-        reason = reason.removeprefix("Value error, ")
-        problems.append(f"{variable}: {reason}")
-    return "; ".join(problems)
+    return load(AgentSettings)

@@ -18,7 +18,8 @@ from akri import logs
 from akri.controller import metrics
 from akri.controller.controller import Controller
 from akri.controller.leader import LeaderElector
-from akri.controller.settings import ControllerSettings, SettingsError, load_settings
+from akri.controller.settings import ControllerSettings, load_settings
+from akri.settings import SettingsError
 from akri.telemetry import serve_telemetry
 
 log = logging.getLogger("akri.controller")

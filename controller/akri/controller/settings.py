@@ -10,19 +10,16 @@ import socket
 from pathlib import Path
 from typing import Annotated, Literal, Self
 
-from pydantic import BeforeValidator, Field, ValidationError, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from akri.controller.context import Tuning
 from akri.controller.leader import LeaseTiming
 from akri.durations import Duration
 from akri.logs import LogFormat
+from akri.settings import load
 
 PositiveDuration = Annotated[Duration, Field(gt=0)]
-
-
-class SettingsError(Exception):
-    """Settings the controller cannot start with; the text names each variable."""
 
 
 class ControllerSettings(BaseSettings):
@@ -93,17 +90,4 @@ class ControllerSettings(BaseSettings):
 
 def load_settings() -> ControllerSettings:
     """The settings from the process environment; SettingsError explains what is wrong."""
-    try:
-        return ControllerSettings()
-    except ValidationError as error:
-        raise SettingsError(describe(error)) from None
-
-
-def describe(error: ValidationError) -> str:
-    """One line per bad variable, named as it is set (NODE_GRACE, not node_grace)."""
-    problems = []
-    for problem in error.errors():
-        variable = str(problem["loc"][0]).upper() if problem["loc"] else "settings"
-        reason = str(problem["msg"]).removeprefix("Value error, ")
-        problems.append(f"{variable}: {reason}")
-    return "; ".join(problems)
+    return load(ControllerSettings)
