@@ -29,6 +29,7 @@ DIGEST_HEX_LENGTH = 6
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NOT_DNS_LABEL_CHAR = re.compile(r"[^a-z0-9-]+")
+_NOT_ENV_CHAR = re.compile(r"[^A-Za-z0-9_]")
 
 
 def digest(data: str) -> str:
@@ -92,6 +93,12 @@ def property_env_name(key: str, instance: str) -> str:
 def is_env_name(name: str) -> bool:
     """Whether `name` is a portable env var name; the agent drops others with a warning."""
     return bool(_ENV_NAME.match(name))
+
+
+def env_suffix(text: str) -> str:
+    """`text` (a TXT key, a stream profile) as the end of an env var name: upper case, `_` for
+    every other character."""
+    return _NOT_ENV_CHAR.sub("_", text).upper()
 
 
 def resource_name_problem(name: str) -> str | None:

@@ -12,10 +12,10 @@ from akri.discovery_handlers.mdns.service import (
     Service,
     details_of,
     devices,
-    env_suffix,
     passes,
     properties,
 )
+from akri.naming import env_suffix
 
 TYPES = "serviceTypes: [_ipp._tcp.local.]\n"
 

@@ -19,6 +19,7 @@ from akri.agent.discovery.handler import DiscoveryHandler
 from akri.agent.discovery.registration import DEFAULT_DIRECTORY
 from akri.discovery_handlers import debug_echo
 from akri.discovery_handlers.mdns import handler as mdns
+from akri.discovery_handlers.onvif import handler as onvif
 from akri.discovery_handlers.server import DEFAULT_PORT, HandlerServer
 from akri.discovery_handlers.udev import handler as udev
 
@@ -28,6 +29,7 @@ HANDLERS: dict[str, HandlerFactory] = {
     debug_echo.NAME: debug_echo.from_environment,
     udev.Udev.name: udev.from_environment,
     mdns.Mdns.name: mdns.from_environment,
+    onvif.Onvif.name: onvif.from_environment,
 }
 
 EXIT_USAGE = 2

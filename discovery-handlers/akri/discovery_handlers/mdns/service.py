@@ -19,6 +19,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from akri.agent.discovery.model import Device
 from akri.discovery_handlers.details import parse_details
 from akri.discovery_handlers.filters import FilterList, admits, found
+from akri.naming import env_suffix
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,6 @@ EXAMPLE = "serviceTypes: [_http._tcp.local.]"
 PREFIX = "MDNS_"
 TXT_PREFIX = "MDNS_TXT_"
 _SERVICE_TYPE = re.compile(r"^(_[A-Za-z0-9-]+\._sub\.)?_[A-Za-z0-9-]+\._(tcp|udp)\.local\.$")
-_NOT_ENV = re.compile(r"[^A-Za-z0-9_]")
 
 
 def _service_type(value: str) -> str:
@@ -79,11 +79,6 @@ def passes(service: Service, details: Details) -> bool:
         and admits(details.ports, [service.port], operator.eq)
         and all(admits(f, txt_value(key), found) for key, f in details.txt_records.items())
     )
-
-
-def env_suffix(key: str) -> str:
-    """A TXT key as the end of an env var name: upper case, anything else becomes _."""
-    return _NOT_ENV.sub("_", key).upper()
 
 
 def properties(service: Service) -> dict[str, str]:

@@ -1,0 +1,104 @@
+"""Pure: onvif discoveryDetails, which cameras pass the filters, and their device properties.
+
+A camera reachable at several service URLs is one device per URL, identified as Akri does by
+`<serviceUrl>-<uuid>`. Scope and uuid filters apply to what WS-Discovery tells; the IP address
+(the service URL's host) and the MAC address (learnt with credentials) filters apply after
+the camera answered. A filter on a value that could not be learnt refuses the camera.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Annotated
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from akri.agent.discovery.model import Device
+from akri.discovery_handlers.details import parse_details
+from akri.discovery_handlers.filters import FilterList, admits, same_text
+from akri.discovery_handlers.onvif.wsdiscovery import Endpoint
+from akri.naming import env_suffix
+
+NAME = "onvif"
+EXAMPLE = "scopes: {action: Include, items: [onvif://www.onvif.org/name/Lobby]}"
+PREFIX = "ONVIF_DEVICE_"
+
+
+def _ipv4(value: str) -> str:
+    ipaddress.IPv4Address(value)  # raises ValueError, which pydantic reports
+    return value
+
+
+class Details(BaseModel):
+    """`discoveryDetails` of an onvif Configuration (Akri's fields, plus how to probe)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
+    ip_addresses: FilterList[str] | None = Field(None, alias="ipAddresses")
+    mac_addresses: FilterList[str] | None = Field(None, alias="macAddresses")
+    scopes: FilterList[str] | None = None
+    uuids: FilterList[str] | None = None
+    discovery_timeout_seconds: float = Field(1, alias="discoveryTimeoutSeconds", gt=0)
+    probe_interval_seconds: float = Field(10, alias="probeIntervalSeconds", gt=0)
+    interface_address: Annotated[str, AfterValidator(_ipv4)] | None = Field(
+        None, alias="interfaceAddress"
+    )
+
+
+def details_of(details: str) -> Details:
+    return parse_details(NAME, details, Details, EXAMPLE)
+
+
+def announced_passes(endpoint: Endpoint, details: Details) -> bool:
+    """The filters decided before asking the camera anything."""
+    return admits(details.scopes, endpoint.scopes, same_text) and admits(
+        details.uuids, [endpoint.uuid], same_text
+    )
+
+
+def host_address(service_url: str) -> str | None:
+    """The service URL's host when it is an IP address (a name would need resolving)."""
+    try:
+        host = urlsplit(service_url).hostname
+        return str(ipaddress.ip_address(host)) if host else None
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Camera:
+    """One service URL of a camera that answered, with what could be learnt about it."""
+
+    service_url: str
+    uuid: str
+    mac_address: str | None = None
+    stream_uris: Mapping[str, str] = field(default_factory=dict)  # profile token -> URI
+
+    @property
+    def ip_address(self) -> str | None:
+        return host_address(self.service_url)
+
+
+def answered_passes(camera: Camera, details: Details) -> bool:
+    ip, mac = camera.ip_address, camera.mac_address
+    return admits(details.ip_addresses, None if ip is None else [ip], same_text) and admits(
+        details.mac_addresses, None if mac is None else [mac], same_text
+    )
+
+
+def properties(camera: Camera) -> dict[str, str]:
+    """Akri's properties, plus `ONVIF_DEVICE_STREAM_URI_<PROFILE TOKEN>` per media profile."""
+    result = {f"{PREFIX}SERVICE_URL": camera.service_url, f"{PREFIX}UUID": camera.uuid}
+    if camera.ip_address is not None:
+        result[f"{PREFIX}IP_ADDRESS"] = camera.ip_address
+    if camera.mac_address is not None:
+        result[f"{PREFIX}MAC_ADDRESS"] = camera.mac_address
+    for token in sorted(camera.stream_uris):
+        result.setdefault(f"{PREFIX}STREAM_URI_{env_suffix(token)}", camera.stream_uris[token])
+    return result
+
+
+def device(camera: Camera) -> Device:
+    return Device(f"{camera.service_url}-{camera.uuid}", properties(camera))

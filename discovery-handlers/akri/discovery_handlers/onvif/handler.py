@@ -1,0 +1,139 @@
+"""The onvif handler's loop: probe, check each camera, list; Hello and Bye between probes.
+
+Each probe round replaces the whole table, so a camera that stops answering (discovery or
+SOAP) disappears at the next round. Between rounds a Hello adds or refreshes one camera at
+once and a Bye removes it (a Hello without XAddrs waits for the next round). The list is
+sent only when it changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Iterable, Mapping
+
+import aiohttp
+
+from akri.agent.discovery.model import Device, HandlerUnavailable
+from akri.discovery_handlers.onvif import camera, probe
+from akri.discovery_handlers.onvif.credentials import Credentials, credential_table, credentials_for
+from akri.discovery_handlers.onvif.device import inspect
+from akri.discovery_handlers.onvif.wsdiscovery import PORT, Endpoint, Message
+
+INTERFACE_ENV = "ONVIF_INTERFACE_ADDRESS"
+REQUEST_TIMEOUT_S = 3.0
+
+
+class _Cameras:
+    """The devices found per endpoint uuid, for one discover call."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        details: camera.Details,
+        credentials: Mapping[str, Credentials],
+        timeout: float,
+    ) -> None:
+        self.found: dict[str, list[Device]] = {}
+        self._session = session
+        self._details = details
+        self._credentials = credentials
+        self._timeout = timeout
+
+    async def _devices(self, endpoint: Endpoint) -> list[Device]:
+        if not camera.announced_passes(endpoint, self._details):
+            return []
+        credentials = credentials_for(self._credentials, endpoint.uuid)
+        answered = await asyncio.gather(
+            *(
+                inspect(self._session, url, endpoint.uuid, credentials, self._timeout)
+                for url in endpoint.xaddrs
+            )
+        )
+        return [
+            camera.device(c)
+            for c in answered
+            if c is not None and camera.answered_passes(c, self._details)
+        ]
+
+    async def replace(self, endpoints: Iterable[Endpoint]) -> None:
+        chosen = list(endpoints)
+        found = await asyncio.gather(*(self._devices(e) for e in chosen))
+        self.found = {e.uuid: d for e, d in zip(chosen, found, strict=True) if d}
+
+    async def apply(self, message: Message) -> None:
+        for endpoint in message.endpoints:
+            if message.kind == "Bye":
+                self.found.pop(endpoint.uuid, None)
+            elif endpoint.video_transmitter and endpoint.xaddrs:
+                self.found[endpoint.uuid] = await self._devices(endpoint)
+
+    def devices(self) -> list[Device]:
+        return sorted((d for ds in self.found.values() for d in ds), key=lambda d: d.id)
+
+
+class Onvif:
+    """The onvif handler; cameras on the network are seen from every node (shared)."""
+
+    name = camera.NAME
+
+    def __init__(
+        self,
+        *,
+        shared: bool = True,
+        interface_address: str | None = None,
+        port: int = PORT,
+        request_timeout: float = REQUEST_TIMEOUT_S,
+    ) -> None:
+        self.shared = shared
+        self._interface_address = interface_address
+        self._port = port
+        self._request_timeout = request_timeout
+
+    async def discover(
+        self, details: str, properties: Mapping[str, bytes]
+    ) -> AsyncGenerator[list[Device], None]:
+        parsed = camera.details_of(details)
+        credentials = credential_table(properties)
+        interface = parsed.interface_address or self._interface_address
+        announcements = probe.Announcements()
+        try:
+            await announcements.start(interface, self._port)
+        except OSError as error:
+            announcements.close()
+            raise HandlerUnavailable(f"cannot listen for WS-Discovery: {error}") from None
+        loop = asyncio.get_running_loop()
+        try:
+            async with aiohttp.ClientSession() as session:
+                cameras = _Cameras(session, parsed, credentials, self._request_timeout)
+                sent: list[Device] | None = None
+                while True:
+                    try:
+                        found = await probe.probe(
+                            interface, self._port, parsed.discovery_timeout_seconds
+                        )
+                    except OSError as error:
+                        raise HandlerUnavailable(
+                            f"cannot send WS-Discovery probes: {error}"
+                        ) from None
+                    await cameras.replace(found.values())
+                    next_round = loop.time() + parsed.probe_interval_seconds
+                    while True:
+                        if (current := cameras.devices()) != sent:
+                            yield current
+                            sent = current
+                        try:
+                            async with asyncio.timeout_at(next_round):
+                                message = await announcements.queue.get()
+                        except TimeoutError:
+                            break
+                        await cameras.apply(message)
+        finally:
+            announcements.close()
+
+
+def from_environment(shared: bool | None, environ: Mapping[str, str]) -> Onvif:
+    """`akri-discovery-handler onvif`; ONVIF_INTERFACE_ADDRESS picks the probing interface."""
+    return Onvif(
+        shared=True if shared is None else shared,
+        interface_address=environ.get(INTERFACE_ENV) or None,
+    )

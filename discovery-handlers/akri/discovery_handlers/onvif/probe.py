@@ -1,0 +1,93 @@
+"""WS-Discovery over UDP multicast: probing for cameras, and hearing their Hello and Bye.
+
+With an interface address, probes leave by that interface only and the listener joins the
+group there; otherwise the OS picks. TTL 1 either way: discovery never leaves the link.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Callable
+
+from akri.discovery_handlers.onvif import wsdiscovery
+from akri.discovery_handlers.onvif.wsdiscovery import GROUP, Message
+
+ANY = "0.0.0.0"
+
+
+class _Datagrams(asyncio.DatagramProtocol):
+    def __init__(self, received: Callable[[Message], None]) -> None:
+        self._received = received
+
+    def datagram_received(self, data: bytes, addr: tuple[str | int, ...]) -> None:
+        message = wsdiscovery.parse(data)
+        if message is not None:
+            self._received(message)
+
+
+def _multicast_socket(interface: str | None) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
+    sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
+    if interface is not None:
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(interface))
+    sock.setblocking(False)
+    return sock
+
+
+async def probe(interface: str | None, port: int, window: float) -> dict[str, wsdiscovery.Endpoint]:
+    """Endpoints (by uuid) of the ProbeMatches answering one Probe within `window` seconds."""
+    message_id = wsdiscovery.new_message_id()
+    found: dict[str, wsdiscovery.Endpoint] = {}
+
+    def received(message: Message) -> None:
+        if message.kind == "ProbeMatches" and message.relates_to == message_id:
+            found.update((e.uuid, e) for e in message.endpoints)
+
+    sock = _multicast_socket(interface)
+    try:
+        sock.bind((ANY, 0))
+    except OSError:
+        sock.close()
+        raise
+    loop = asyncio.get_running_loop()
+    transport, _ = await loop.create_datagram_endpoint(lambda: _Datagrams(received), sock=sock)
+    try:
+        transport.sendto(wsdiscovery.probe(message_id), (GROUP, port))
+        await asyncio.sleep(window)  # the answer window WS-Discovery prescribes, not a sync
+    finally:
+        transport.close()
+    return dict(found)
+
+
+class Announcements:
+    """Hello and Bye messages heard on the group, queued for the handler."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[Message] = asyncio.Queue()
+        self._transport: asyncio.DatagramTransport | None = None
+
+    async def start(self, interface: str | None, port: int) -> None:
+        sock = _multicast_socket(interface)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if hasattr(socket, "SO_REUSEPORT"):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            sock.bind((GROUP, port))
+            membership = socket.inet_aton(GROUP) + socket.inet_aton(interface or ANY)
+            sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, membership)
+        except OSError:
+            sock.close()
+            raise
+        loop = asyncio.get_running_loop()
+        self._transport, _ = await loop.create_datagram_endpoint(
+            lambda: _Datagrams(self._heard), sock=sock
+        )
+
+    def _heard(self, message: Message) -> None:
+        if message.kind != "ProbeMatches":
+            self.queue.put_nowait(message)
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()

@@ -1,0 +1,244 @@
+"""A small fake ONVIF camera on 127.0.0.1: WS-Discovery responder plus SOAP endpoints.
+
+It answers Probes on the group (joined on loopback) with a ProbeMatch naming its device
+service URL, sends Hello and Bye when told, and serves GetSystemDateAndTime (open),
+GetNetworkInterfaces, GetCapabilities, GetProfiles and GetStreamUri (WS-UsernameToken
+PasswordDigest checked, fault otherwise). Written from the specifications, independently of
+the handler, so the two check each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import socket
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+from types import TracebackType
+
+from aiohttp import web
+
+GROUP = "239.255.255.250"
+LOOPBACK = "127.0.0.1"
+ENV = "http://www.w3.org/2003/05/soap-envelope"
+WSA = "http://schemas.xmlsoap.org/ws/2004/08/addressing"
+WSD = "http://schemas.xmlsoap.org/ws/2005/04/discovery"
+NS = {"s": ENV, "a": WSA, "d": WSD}
+OPEN_OPERATIONS = {"GetSystemDateAndTime"}
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _envelope(header: str, body: str) -> bytes:
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?><s:Envelope xmlns:s="{ENV}" xmlns:a="{WSA}" '
+        f'xmlns:d="{WSD}" xmlns:dn="http://www.onvif.org/ver10/network/wsdl" '
+        'xmlns:tds="http://www.onvif.org/ver10/device/wsdl" '
+        'xmlns:trt="http://www.onvif.org/ver10/media/wsdl" '
+        'xmlns:tt="http://www.onvif.org/ver10/schema">'
+        f"<s:Header>{header}</s:Header><s:Body>{body}</s:Body></s:Envelope>"
+    ).encode()
+
+
+def _fault(reason: str) -> web.Response:
+    body = (
+        "<s:Fault><s:Code><s:Value>s:Sender</s:Value></s:Code>"
+        f'<s:Reason><s:Text xml:lang="en">{reason}</s:Text></s:Reason></s:Fault>'
+    )
+    return web.Response(status=400, body=_envelope("", body), content_type="application/soap+xml")
+
+
+class FakeCamera:
+    """Use as `async with FakeCamera(port=...) as camera:`; `camera.xaddr` is its URL."""
+
+    def __init__(
+        self,
+        *,
+        port: int,
+        uuid: str,
+        scopes: tuple[str, ...] = ("onvif://www.onvif.org/name/Lobby",),
+        username: str = "admin",
+        password: str = "secret",
+        mac: str = "00:11:22:AA:BB:CC",
+        streams: Mapping[str, str] | None = None,
+    ) -> None:
+        self.uuid = uuid
+        self.scopes = scopes
+        self.answers_probes = True
+        self.answers_soap = True
+        self.extra_probe_replies: list[bytes] = []
+        self.operations: list[str] = []
+        self._port = port
+        self._username, self._password, self._mac = username, password, mac
+        self._streams = dict(streams or {"main_1": "rtsp://127.0.0.1:554/main"})
+        self._runner: web.AppRunner | None = None
+        self._transport: asyncio.DatagramTransport | None = None
+        self._sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self._sender.setsockopt(
+            socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(LOOPBACK)
+        )
+        self._sender.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
+        self._sender.bind((LOOPBACK, 0))
+        self.xaddr = ""
+
+    async def __aenter__(self) -> FakeCamera:
+        app = web.Application()
+        app.router.add_post("/onvif/{service}", self._soap)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, LOOPBACK, 0)
+        await site.start()
+        http_port = self._runner.addresses[0][1]
+        self.xaddr = f"http://{LOOPBACK}:{http_port}/onvif/device_service"
+        self._media = f"http://{LOOPBACK}:{http_port}/onvif/media_service"
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((GROUP, self._port))
+        sock.setsockopt(
+            socket.IPPROTO_IP,
+            socket.IP_ADD_MEMBERSHIP,
+            socket.inet_aton(GROUP) + socket.inet_aton(LOOPBACK),
+        )
+        responder = _Responder(self)
+        self._transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(
+            lambda: responder, sock=sock
+        )
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._transport is not None:
+            self._transport.close()
+        self._sender.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def urn(self) -> str:
+        return f"urn:uuid:{self.uuid}"
+
+    def _endpoint(self) -> str:
+        return (
+            f"<a:EndpointReference><a:Address>{self.urn}</a:Address></a:EndpointReference>"
+            "<d:Types>dn:NetworkVideoTransmitter</d:Types>"
+            f"<d:Scopes>{' '.join(self.scopes)}</d:Scopes>"
+            f"<d:XAddrs>{self.xaddr}</d:XAddrs><d:MetadataVersion>1</d:MetadataVersion>"
+        )
+
+    def probe_match(self, relates_to: str) -> bytes:
+        header = (
+            f"<a:Action>{WSD}/ProbeMatches</a:Action><a:MessageID>urn:uuid:1</a:MessageID>"
+            f"<a:RelatesTo>{relates_to}</a:RelatesTo>"
+        )
+        return _envelope(
+            header,
+            f"<d:ProbeMatches><d:ProbeMatch>{self._endpoint()}</d:ProbeMatch></d:ProbeMatches>",
+        )
+
+    def hello(self) -> None:
+        body = f"<d:Hello>{self._endpoint()}</d:Hello>"
+        self._announce(_envelope(f"<a:Action>{WSD}/Hello</a:Action>", body))
+
+    def bye(self) -> None:
+        body = (
+            f"<d:Bye><a:EndpointReference><a:Address>{self.urn}</a:Address>"
+            "</a:EndpointReference></d:Bye>"
+        )
+        self._announce(_envelope(f"<a:Action>{WSD}/Bye</a:Action>", body))
+
+    def _announce(self, message: bytes) -> None:
+        self._sender.sendto(message, (GROUP, self._port))
+
+    def answer_probe(self, data: bytes, sender: tuple[str | int, ...]) -> None:
+        root = ET.fromstring(data)
+        if root.find("s:Body/d:Probe", NS) is None or not self.answers_probes:
+            return
+        message_id = root.findtext("s:Header/a:MessageID", "", NS)
+        for reply in [*self.extra_probe_replies, self.probe_match(message_id)]:
+            self._sender.sendto(reply, sender)
+
+    def _authorized(self, root: ET.Element) -> bool:
+        token = root.find(
+            ".//{http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-secext-1.0.xsd}"
+            "UsernameToken"
+        )
+        if token is None:
+            return False
+        fields = {child.tag.rpartition("}")[2]: child.text or "" for child in token}
+        nonce = base64.b64decode(fields.get("Nonce", ""))
+        expected = hashlib.sha1(
+            nonce + fields.get("Created", "").encode() + self._password.encode()
+        ).digest()
+        return (
+            fields.get("Username") == self._username
+            and fields.get("Password") == base64.b64encode(expected).decode()
+        )
+
+    async def _soap(self, request: web.Request) -> web.Response:
+        if not self.answers_soap:
+            return web.Response(status=503, text="down")
+        root = ET.fromstring(await request.read())
+        body = root.find("s:Body", NS)
+        assert body is not None
+        operation = body[0]
+        name = operation.tag.rpartition("}")[2]
+        self.operations.append(name)
+        if name not in OPEN_OPERATIONS and not self._authorized(root):
+            return _fault("Sender not authorized")
+        return web.Response(
+            body=_envelope("", self._answer(name, operation)),
+            content_type="application/soap+xml",
+        )
+
+    def _answer(self, name: str, operation: ET.Element) -> str:
+        if name == "GetSystemDateAndTime":
+            return (
+                "<tds:GetSystemDateAndTimeResponse><tds:SystemDateAndTime>"
+                "<tt:DateTimeType>NTP</tt:DateTimeType></tds:SystemDateAndTime>"
+                "</tds:GetSystemDateAndTimeResponse>"
+            )
+        if name == "GetNetworkInterfaces":
+            return (
+                '<tds:GetNetworkInterfacesResponse><tds:NetworkInterfaces token="eth0">'
+                "<tt:Enabled>true</tt:Enabled><tt:Info><tt:Name>eth0</tt:Name>"
+                f"<tt:HwAddress>{self._mac}</tt:HwAddress></tt:Info></tds:NetworkInterfaces>"
+                "</tds:GetNetworkInterfacesResponse>"
+            )
+        if name == "GetCapabilities":
+            return (
+                "<tds:GetCapabilitiesResponse><tds:Capabilities><tt:Media>"
+                f"<tt:XAddr>{self._media}</tt:XAddr></tt:Media></tds:Capabilities>"
+                "</tds:GetCapabilitiesResponse>"
+            )
+        if name == "GetProfiles":
+            profiles = "".join(
+                f'<trt:Profiles token="{t}"><tt:Name>{t}</tt:Name></trt:Profiles>'
+                for t in self._streams
+            )
+            return f"<trt:GetProfilesResponse>{profiles}</trt:GetProfilesResponse>"
+        if name == "GetStreamUri":
+            token = operation.findtext("{http://www.onvif.org/ver10/media/wsdl}ProfileToken", "")
+            return (
+                "<trt:GetStreamUriResponse><trt:MediaUri>"
+                f"<tt:Uri>{self._streams[token]}</tt:Uri></trt:MediaUri></trt:GetStreamUriResponse>"
+            )
+        return f"<unknown>{name}</unknown>"
+
+
+class _Responder(asyncio.DatagramProtocol):
+    def __init__(self, camera: FakeCamera) -> None:
+        self._camera = camera
+
+    def datagram_received(self, data: bytes, addr: tuple[str | int, ...]) -> None:
+        self._camera.answer_probe(data, addr)
