@@ -10,14 +10,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import logging
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
+from _common import VERBS, WRITES, counting, quiet_logs, table
 from kubernetes_asyncio import client
 
 from akri import naming
@@ -25,7 +23,6 @@ from akri.api import Configuration, crd_definitions, new_instance
 from akri.controller.context import Tuning
 from akri.controller.controller import Controller
 from akri.sim.apiserver import ApiServer
-from akri.sim.apiserver.faults import FaultRule
 from akri.sim.cluster import load_client
 from akri.sim.kubelet.objects import node_status
 
@@ -33,8 +30,6 @@ NODES = 100
 INSTANCES = 50
 NAMESPACE = "default"
 TARGET_S = 60.0
-VERBS = ("get", "list", "watch", "create", "update", "patch", "delete")
-WRITES = ("create", "update", "patch", "delete")
 POD_SPEC = {
     "containers": [
         {
@@ -76,17 +71,6 @@ async def populate(api: client.ApiClient) -> None:
         await custom.create_namespaced_custom_object(
             naming.GROUP, naming.VERSION, NAMESPACE, "instances", instance.to_wire()
         )
-
-
-@contextlib.contextmanager
-def counting(server: ApiServer) -> Iterator[dict[str, FaultRule]]:
-    """Rules without a status change nothing; their hit counts are the requests by verb."""
-    rules = {verb: server.faults.add(FaultRule(verb=verb)) for verb in VERBS}
-    try:
-        yield rules
-    finally:
-        for rule in rules.values():
-            server.faults.remove(rule.id)
 
 
 def pod_count(server: ApiServer) -> int:
@@ -143,18 +127,11 @@ def pod_count_label() -> str:
     return f"{NODES * INSTANCES} ({NODES} nodes x {INSTANCES} shared Instances)"
 
 
-def table(rows: list[tuple[str, Any]]) -> str:
-    width = max(len(name) for name, _ in rows)
-    return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steady-seconds", type=float, default=20.0)
     args = parser.parse_args()
-    logging.basicConfig(level=logging.WARNING)
-    # The emulator logs every watch the controller cuts at shutdown as an error; not news here.
-    logging.getLogger("akri.sim").setLevel(logging.CRITICAL)
+    quiet_logs()
     rows = asyncio.run(bench(args.steady_seconds))
     print(table(rows))
     return 0
