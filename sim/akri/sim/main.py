@@ -43,6 +43,7 @@ def banner(cluster: Cluster, applied: Sequence[str]) -> str:
         lines += [
             f"  echo foo0 > {availability}   # debugEcho foo0 offline on {first.name}",
             f"  rm {availability}             # and back",
+            f"  akri-discovery-handler mdns --registration-dir {first.discovery_handlers_dir}",
         ]
     lines.append("Stop with Ctrl-C.")
     return "\n".join(lines)
