@@ -7,21 +7,25 @@ of unrelated tests notice.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import aclosing
 from pathlib import Path
 
 import pytest
+from kubernetes_asyncio import client
 
+from akri import naming
 from akri.agent.discovery.model import Device, DeviceSpec
 from akri.agent.discovery.registry import HandlerRegistry
 from akri.discovery_handlers.server import HandlerServer
 from akri.discovery_handlers.udev.handler import Udev
+from akri.sim.cluster import Cluster
+from akri.sim.manifests import apply_documents
 from tests.discovery.conftest import Recorder, SessionFactory, fast_backoff, registered
 from tests.handlers.streams import next_list
 from tests.handlers.test_examples import details
 from tests.handlers.umockdev import Testbed, under_wrapper
-from tests.support import running
+from tests.support import eventually, running
 
 pytestmark = under_wrapper
 
@@ -150,3 +154,49 @@ async def test_external_udev_handler_follows_hot_plug(
         )
         testbed.remove(video)
         await recorder.until_ids()
+
+
+async def test_hot_plug_reaches_instances_and_the_kubelet(
+    testbed: Testbed, socket_dir: Path
+) -> None:
+    """A camera plugged into a simulated node becomes a local Instance and a kubelet resource;
+    unplugged, both go at once (local devices have no offline grace)."""
+    async with Cluster(["node-0"], workdir=socket_dir / "c", agents=True) as cluster:
+        node = cluster.nodes["node-0"]
+        custom = client.CustomObjectsApi(cluster.api_client())
+        async with HandlerServer(Udev(), node.discovery_handlers_dir, backoff=fast_backoff):
+            configuration = {
+                "apiVersion": naming.API_VERSION,
+                "kind": "Configuration",
+                "metadata": {"name": "cams", "namespace": "default"},
+                "spec": {"discoveryHandler": {"name": "udev", "discoveryDetails": VIDEO_RULE}},
+            }
+            await apply_documents(cluster.api_client(), [configuration])
+            _, video = camera(testbed, "usb1", "046d", 5)
+            instance = naming.instance_name("cams", devpath(video), "node-0")
+            resource = naming.resource_name(instance)
+
+            async def listed() -> list[str]:
+                found = await custom.list_namespaced_custom_object(
+                    naming.GROUP, naming.VERSION, "default", "instances"
+                )
+                return [i["metadata"]["name"] for i in found["items"]]
+
+            await eventually(lambda: _is(listed(), [instance]), "the camera's Instance")
+            await eventually(
+                lambda: (
+                    node.kubelet.resources().get(resource, None) is not None
+                    and node.kubelet.resources()[resource].allocatable == 1
+                ),
+                "the kubelet to see the camera's slot",
+            )
+            testbed.remove(video)
+            await eventually(lambda: _is(listed(), []), "the Instance to go")
+            await eventually(
+                lambda: resource not in node.kubelet.registered_resources(),
+                "the kubelet to lose the resource",
+            )
+
+
+async def _is(value: Awaitable[object], expected: object) -> bool:
+    return await value == expected
