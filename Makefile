@@ -48,7 +48,7 @@ pytest: $(STAMP) umockdev
 umockdev:
 	@command -v umockdev-wrapper >/dev/null || { \
 	  echo "installing umockdev (Debian) for the udev tests"; \
-	  apt-get update -qq && apt-get install -y -qq umockdev >/dev/null; }
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq umockdev >/dev/null; }
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
