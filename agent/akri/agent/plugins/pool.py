@@ -6,22 +6,36 @@ engine's answer back into the Instance to write, so every writer derives both th
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Collection, Mapping
 
 from akri import slots
 from akri.api import Instance
 
+_views: dict[int, tuple[weakref.ref[Instance], slots.Instance]] = {}
+
 
 def view(instance: Instance) -> slots.Instance:
-    """What the engine needs of `instance`."""
+    """What the engine needs of `instance`, made once per Instance object.
+
+    ListAndWatch and Allocate ask for the views of the same cached Instances again and again;
+    reusing one keeps the engine's cached properties (slots, grantable) between calls. Sound
+    because Instances are never changed in place: every change is a `model_copy`.
+    """
+    key = id(instance)
+    known = _views.get(key)
+    if known is not None and known[0]() is instance:
+        return known[1]
     spec = instance.spec
-    return slots.Instance(
+    made = slots.Instance(
         name=instance.metadata.name or "",
         configuration=spec.configuration_name,
         capacity=spec.capacity,
         nodes=tuple(spec.nodes),
         usage=dict(spec.device_usage),
     )
+    _views[key] = (weakref.ref(instance, lambda _: _views.pop(key, None)), made)
+    return made
 
 
 def with_usage(instance: Instance, usage: Mapping[str, str]) -> Instance | None:
