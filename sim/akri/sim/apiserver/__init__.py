@@ -7,7 +7,7 @@ generation, finalizers, garbage collection, CRDs with schemas and printer column
 
     async with ApiServer() as server:           # port 0: a free port is picked
         server.write_kubeconfig(path)           # context "akri-sim"
-        await server.apply_crds(["crds/akri.sh_configurations.yaml"])
+        await server.apply_definitions(crd_documents)  # CustomResourceDefinitions
         server.faults.add(verb="patch", resource="instances", status=409, count=1)
 
 Admin API (JSON, outside the Kubernetes API; `server.faults` is the same object in Python):

@@ -32,7 +32,6 @@ BACKGROUND = "Background"
 FOREGROUND = "Foreground"
 ORPHAN_FINALIZER = "orphan"
 FOREGROUND_FINALIZER = "foregroundDeletion"
-NAMESPACE_FINALIZER = "kubernetes"
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 

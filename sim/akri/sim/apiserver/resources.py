@@ -123,12 +123,6 @@ class Registry:
     def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
         return self._types.get((group, version, plural))
 
-    def by_kind(self, api_version: str, kind: str) -> ResourceType | None:
-        group, _, version = api_version.rpartition("/")
-        return next(
-            (r for r in self if (r.group, r.version, r.kind) == (group, version, kind)), None
-        )
-
     def versions(self, group: str) -> list[str]:
         return sorted({c[1] for c in self._types if c[0] == group}, key=version_priority)
 

@@ -108,10 +108,6 @@ class ApiServer(Service):
         target.write_text(yaml.safe_dump(kubeconfig(self.url), sort_keys=False))
         return target
 
-    async def apply_crds(self, paths: Iterable[str | os.PathLike[str]]) -> None:
-        """Create or replace the CRDs in YAML files, as POST/PUT to apiextensions.k8s.io/v1."""
-        await self.apply_definitions(load_definitions(paths))
-
     async def apply_definitions(self, documents: Iterable[dict[str, Any]]) -> None:
         """Create or replace CustomResourceDefinition documents."""
         crds = self.operations.kind(CRD_GROUP, "v1", "customresourcedefinitions")
@@ -126,16 +122,3 @@ class ApiServer(Service):
                 continue
             document["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
             self.operations.update(crds, "", name, document)
-
-
-def load_definitions(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
-    """CRD documents from small local YAML files (read synchronously: they are tiny)."""
-    documents = []
-    for path in paths:
-        for document in yaml.safe_load_all(Path(path).read_text()):
-            if not document:
-                continue
-            if document.get("kind") != "CustomResourceDefinition":
-                raise ValueError(f"{path}: not a CustomResourceDefinition: {document.get('kind')}")
-            documents.append(document)
-    return documents

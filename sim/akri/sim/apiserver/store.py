@@ -54,9 +54,6 @@ class Store:
         if hub is not None:
             hub.end_all()
 
-    def has_kind(self, key: Key) -> bool:
-        return key in self._objects
-
     def hub(self, key: Key) -> WatchHub:
         return self._hubs[key]
 

@@ -17,6 +17,3 @@ DEVICE_PLUGIN_PATH: Final = "/var/lib/kubelet/device-plugins/"
 KUBELET_SOCKET_NAME: Final = "kubelet.sock"
 KUBELET_SOCKET: Final = DEVICE_PLUGIN_PATH + KUBELET_SOCKET_NAME
 """The kubelet's Registration server."""
-
-PRE_START_CONTAINER_TIMEOUT_S: Final = 30.0
-"""Deadline the kubelet puts on PreStartContainer (it sets none on Allocate)."""
