@@ -48,7 +48,7 @@ class ConfigurationWatcher:
         )
         self.reflector = Reflector(list_configurations, self._observe)
         self.on_change: Callable[[], None] = lambda: None
-        """Called after any Configuration was added, changed or removed."""
+        """Called after a Configuration was added or removed, or its spec changed."""
         self._env = env
         self._events = client.CoreV1Api(api_client)
         self._runners: dict[Key, ConfigurationRunner] = {}
@@ -109,9 +109,12 @@ class ConfigurationWatcher:
         runner = self._runners.get(key)
         if runner is None:
             self._start(key, configuration)
+            self.on_change()
         else:
+            spec_changed = configuration.spec != runner.configuration.spec
             runner.update(configuration)
-        self.on_change()
+            if spec_changed:  # not on every status write
+                self.on_change()
 
     def _start(self, key: Key, configuration: Configuration) -> None:
         runner = ConfigurationRunner(configuration, self._env)

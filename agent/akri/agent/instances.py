@@ -1,18 +1,21 @@
 """The agent's view of Instances, and its only way to change them.
 
 One reflector follows every Instance the agent may serve; device plugins, discovery and the
-slot reclaimer read this cache instead of the API, and wait on `changes` instead of polling.
-Writes go through the resourceVersion-guarded writer; the stored result is put into the cache
-at once, so a slot taken through one plugin shows in the other plugin's ListAndWatch without
-waiting for the watch to echo it back.
+slot reclaimer read this cache instead of the API, and subscribe to the changes they care
+about instead of polling: one Instance, one Configuration's Instances, or all of them. A
+subscriber is woken only by its own topic, so a node with a thousand Instances does not wake
+a thousand plugins for every change. Writes go through the resourceVersion-guarded writer;
+the stored result is put into the cache at once, so a slot taken through one plugin shows in
+the other plugin's ListAndWatch without waiting for the watch to echo it back.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from kubernetes_asyncio import client
 from pydantic import ValidationError
@@ -28,23 +31,37 @@ INSTANCES = CustomResource(naming.GROUP, naming.VERSION, Instance.plural)
 InstanceMutation = Callable[[Instance], Instance | None]
 
 
-class Changes:
-    """A counter that waiters can block on: wakes everyone once per change, loses none."""
+Topic = tuple[str, ...]
+"""What a subscriber follows: `EVERYTHING`, `instance_topic(...)` or `configuration_topic(...)`."""
+EVERYTHING: Topic = ()
+
+
+def instance_topic(namespace: str, name: str) -> Topic:
+    return ("instance", namespace, name)
+
+
+def configuration_topic(namespace: str, configuration: str) -> Topic:
+    """The Instances of one Configuration, including one that moves to or from it."""
+    return ("configuration", namespace, configuration)
+
+
+class Subscription:
+    """Collects the keys of changed Instances; a burst of changes is one wake-up, none is lost."""
 
     def __init__(self) -> None:
-        self.version = 0
-        self._condition = asyncio.Condition()
+        self._changed: set[Key] = set()
+        self._event = asyncio.Event()
 
-    async def bump(self) -> None:
-        async with self._condition:
-            self.version += 1
-            self._condition.notify_all()
+    def notify(self, key: Key) -> None:
+        self._changed.add(key)
+        self._event.set()
 
-    async def wait_after(self, version: int) -> int:
-        """Return once the version is past `version`; returns the new version."""
-        async with self._condition:
-            await self._condition.wait_for(lambda: self.version > version)
-            return self.version
+    async def next(self) -> set[Key]:
+        """Wait for a change; returns the keys changed since the previous call."""
+        await self._event.wait()
+        self._event.clear()
+        changed, self._changed = self._changed, set()
+        return changed
 
 
 class InstanceCache:
@@ -66,9 +83,10 @@ class InstanceCache:
         )
         self.reflector = Reflector(list_instances, self._observe)
         self.writer = GuardedWriter(api_client, INSTANCES, on_conflict=on_conflict)
-        self.changes = Changes()
         self._custom = custom
         self._parsed: dict[Key, Instance] = {}
+        self._by_configuration: dict[Key, dict[str, Instance]] = {}
+        self._subscribers: dict[Topic, set[Subscription]] = {}
 
     async def run(self) -> None:
         await self.reflector.run()
@@ -84,11 +102,21 @@ class InstanceCache:
         return self._parsed.get((namespace, name))
 
     def of_configuration(self, namespace: str, configuration: str) -> list[Instance]:
-        return [
-            i
-            for (ns, _), i in self._parsed.items()
-            if ns == namespace and i.spec.configuration_name == configuration
-        ]
+        return list(self._by_configuration.get((namespace, configuration), {}).values())
+
+    @contextlib.contextmanager
+    def subscribe(self, topic: Topic = EVERYTHING) -> Iterator[Subscription]:
+        """Follow the changes of `topic` while the context lasts; subscribe before reading
+        the state, so that a change in between is not missed."""
+        subscription = Subscription()
+        self._subscribers.setdefault(topic, set()).add(subscription)
+        try:
+            yield subscription
+        finally:
+            subscribers = self._subscribers[topic]
+            subscribers.discard(subscription)
+            if not subscribers:
+                del self._subscribers[topic]
 
     async def create(self, instance: Instance) -> Instance:
         """Create `instance`; raises ApiException 409 when it exists (another node was first)."""
@@ -96,7 +124,7 @@ class InstanceCache:
         stored: Object = await self._custom.create_namespaced_custom_object(
             INSTANCES.group, INSTANCES.version, namespace, INSTANCES.plural, instance.to_wire()
         )
-        return await self._remember(stored)
+        return self._remember(stored)
 
     async def update(self, namespace: str, name: str, mutate: InstanceMutation) -> Instance | None:
         """Guarded read-modify-write; `mutate` returns the new Instance or None for no change.
@@ -110,7 +138,7 @@ class InstanceCache:
 
         cached = self.reflector.objects.get((namespace, name))
         stored = await self.writer.update(namespace, name, on_wire, cached=cached)
-        return None if stored is None else await self._remember(stored)
+        return None if stored is None else self._remember(stored)
 
     async def delete(self, namespace: str, name: str, resource_version: str) -> None:
         """Delete an Instance only if it is unchanged since it was read (a precondition)."""
@@ -125,28 +153,50 @@ class InstanceCache:
             ),
         )
 
-    async def _remember(self, stored: Object) -> Instance:
+    def _remember(self, stored: Object) -> Instance:
         instance = Instance.from_wire(stored)
         key = object_key(stored)
         self.reflector.objects[key] = stored
-        self._parsed[key] = instance
-        await self.changes.bump()
+        self._store(key, instance)
         return instance
 
     async def _observe(self, kind: EventType, obj: Object) -> None:
         key = object_key(obj)
         known = self._parsed.get(key)
         if kind == "DELETED":
-            if self._parsed.pop(key, None) is not None:
-                await self.changes.bump()
+            self._store(key, None)
             return
         if known is not None and known.metadata.resource_version == obj["metadata"].get(
             "resourceVersion"
         ):
             return  # our own write, already applied
         try:
-            self._parsed[key] = Instance.from_wire(obj)
+            instance = Instance.from_wire(obj)
         except ValidationError as error:
             log.error("ignoring malformed Instance %s/%s: %s", *key, error)
-            self._parsed.pop(key, None)
-        await self.changes.bump()
+            self._store(key, None)
+            return
+        self._store(key, instance)
+
+    def _store(self, key: Key, instance: Instance | None) -> None:
+        """Keep `instance` (None: forget it) and tell the subscribers of every topic it touches."""
+        namespace, name = key
+        before = self._parsed.pop(key, None)
+        topics = {EVERYTHING, instance_topic(namespace, name)}
+        if before is not None:
+            of_configuration = (namespace, before.spec.configuration_name)
+            siblings = self._by_configuration[of_configuration]
+            del siblings[name]
+            if not siblings:
+                del self._by_configuration[of_configuration]
+            topics.add(configuration_topic(*of_configuration))
+        if instance is not None:
+            of_configuration = (namespace, instance.spec.configuration_name)
+            self._parsed[key] = instance
+            self._by_configuration.setdefault(of_configuration, {})[name] = instance
+            topics.add(configuration_topic(*of_configuration))
+        elif before is None:
+            return  # nothing was known, nothing changed
+        for topic in topics:
+            for subscription in self._subscribers.get(topic, ()):
+                subscription.notify(key)

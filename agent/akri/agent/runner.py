@@ -1,7 +1,7 @@
 """Everything this node does for one Configuration: discover, publish Instances, report.
 
-One loop per Configuration, woken by a new device list, a discovery status, a changed spec, an
-Instance change anywhere (another node joined, an old Instance was collected) or a grace
+One loop per Configuration, woken by a new device list, a discovery status, a changed spec, a
+change to one of its Instances (another node joined, an old Instance was collected) or a grace
 timer. Each round publishes the current device list (a no-op when nothing differs) and reports
 this node's view when it changed. A spec change restarts discovery only when what the handler
 sees changed (handler name, details, properties); capacity and brokerProperties just reach the
@@ -22,7 +22,7 @@ from akri.agent.discovery.kube_properties import Reader, resolve_properties
 from akri.agent.discovery.model import Device, InvalidProperties, Status
 from akri.agent.discovery.registry import HandlerRegistry
 from akri.agent.discovery.session import DiscoverySession
-from akri.agent.instances import InstanceCache
+from akri.agent.instances import InstanceCache, configuration_topic
 from akri.agent.publisher import InstancePublisher
 from akri.agent.status import StatusReporter
 from akri.api import ConditionType, Configuration, DiscoveryHandlerInfo
@@ -146,10 +146,10 @@ class ConfigurationRunner:
                 await self._wake.wait()
 
     async def _follow_cache(self) -> None:
-        version = self._env.cache.changes.version
-        while True:
-            version = await self._env.cache.changes.wait_after(version)
-            self._wake.set()
+        with self._env.cache.subscribe(configuration_topic(*self.key)) as changes:
+            while True:
+                await changes.next()
+                self._wake.set()
 
     @staticmethod
     async def _cancel(task: asyncio.Task[None] | None) -> None:

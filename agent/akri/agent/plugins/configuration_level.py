@@ -13,6 +13,7 @@ import functools
 from collections.abc import Collection, Sequence
 
 from akri import slots
+from akri.agent.instances import Topic, configuration_topic
 from akri.agent.plugins.pool import released, view, with_usage
 from akri.agent.plugins.servicer import PluginServicer
 from akri.api import Instance
@@ -32,6 +33,9 @@ class ConfigurationPlugin(PluginServicer):
     def _instances(self, excluded: Collection[str] = ()) -> dict[str, Instance]:
         found = self.env.cache.of_configuration(self.spec.namespace, self.spec.name)
         return {name: i for i in found if (name := i.metadata.name or "") and name not in excluded}
+
+    def topic(self) -> Topic:
+        return configuration_topic(self.spec.namespace, self.spec.name)
 
     def devices(self) -> dict[str, bool]:
         pool = [view(i) for i in self._instances().values()]

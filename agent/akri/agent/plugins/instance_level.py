@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from akri import slots
+from akri.agent.instances import Topic, instance_topic
 from akri.agent.plugins.pool import view, with_usage
 from akri.agent.plugins.servicer import PluginServicer
 from akri.api import Instance
@@ -12,6 +13,9 @@ from akri.proto.deviceplugin.v1beta1.api_pb2 import AllocateResponse
 
 
 class InstancePlugin(PluginServicer):
+    def topic(self) -> Topic:
+        return instance_topic(self.spec.namespace, self.spec.name)
+
     def devices(self) -> dict[str, bool]:
         instance = self.env.cache.get(self.spec.namespace, self.spec.name)
         return {} if instance is None else slots.il_health(view(instance), self.env.node)

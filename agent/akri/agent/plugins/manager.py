@@ -4,26 +4,28 @@ Follows the Instance cache and the Configurations: an instance-level plugin for 
 that lists this node, a configuration-level plugin for every Configuration with such an
 Instance. What to run is decided by `desired_plugins`; this module only starts and stops the
 difference. Capacity and deviceUsage changes need no restart: the running plugins' lists follow
-the cache. A changed uniqueDevices replaces the configuration-level plugin.
+the cache. A changed uniqueDevices replaces the configuration-level plugin. Instance changes are
+decided one Instance at a time; a Configuration change (or a failed round) decides everything.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from akri import slots
-from akri.agent.instances import InstanceCache
+from akri.agent.instances import InstanceCache, Subscription
 from akri.agent.plugins.allocations import Allocations
 from akri.agent.plugins.configuration_level import ConfigurationPlugin
 from akri.agent.plugins.desired import (
     ConfigurationLookup,
-    Desired,
+    Decided,
+    DesiredPlugins,
+    Key,
     Level,
     PluginSpec,
-    desired_plugins,
 )
 from akri.agent.plugins.instance_level import InstancePlugin
 from akri.agent.plugins.kubelet_watch import WATCH_INTERVAL_S, KubeletWatch
@@ -32,6 +34,7 @@ from akri.agent.plugins.plugin import Plugin, register_backoff
 from akri.agent.plugins.pool import view
 from akri.agent.plugins.response import DeviceExtras, no_extras
 from akri.agent.plugins.servicer import PluginEnv, PluginServicer
+from akri.api import Instance
 from akri.backoff import Backoff
 from akri.proto.deviceplugin.v1beta1.constants import DEVICE_PLUGIN_PATH, KUBELET_SOCKET_NAME
 
@@ -79,7 +82,10 @@ class PluginManager:
         )
         self._watch = KubeletWatch(device_plugins_dir / KUBELET_SOCKET_NAME, watch_interval)
         self._wake = asyncio.Event()
-        self._desired: Desired | None = None
+        self._desired = DesiredPlugins(node, configurations)
+        self._decided = False  # a first round has decided everything
+        self._everything = True  # the next round decides everything again
+        self._changed: set[Key] = set()  # Instances changed since the last round
         self._running: dict[str, tuple[Plugin, asyncio.Task[None]]] = {}
 
     @property
@@ -91,12 +97,13 @@ class PluginManager:
     def ready(self) -> bool:
         """Every plugin this node should run is running and registered with the kubelet."""
         return (
-            self._desired is not None
+            self._decided
             and self._running.keys() == self._desired.plugins.keys()
             and all(plugin.registered for plugin, _ in self._running.values())
         )
 
     def configurations_changed(self) -> None:
+        self._everything = True
         self._wake.set()
 
     async def run(self) -> None:
@@ -104,40 +111,60 @@ class PluginManager:
         try:
             async with asyncio.TaskGroup() as tasks:
                 tasks.create_task(self._watch.run(lambda: self.plugins.values()))
-                tasks.create_task(self._follow_cache())
-                await self._cache.synced.wait()
-                while True:
-                    self._wake.clear()
-                    try:
-                        await self._reconcile()
-                    except Exception:  # the next change tries again; the agent keeps running
-                        log.exception("updating the device plugins failed")
-                    await self._wake.wait()
+                with self._cache.subscribe() as changes:
+                    tasks.create_task(self._follow(changes))
+                    await self._cache.synced.wait()
+                    while True:
+                        self._wake.clear()
+                        await self._round()
+                        await self._wake.wait()
         finally:
             for resource in list(self._running):
                 await self._stop(resource)
 
-    async def _follow_cache(self) -> None:
-        version = 0
+    async def _follow(self, changes: Subscription) -> None:
         while True:
-            version = await self._cache.changes.wait_after(version)
+            changed = await changes.next()  # awaited first: `_round` swaps the set meanwhile
+            self._changed |= changed
             self._wake.set()
 
-    async def _reconcile(self) -> None:
-        instances = self._cache.all()
-        desired = self._desired = desired_plugins(instances, self._node, self._configurations)
-        for problem in desired.problems:
+    async def _round(self) -> None:
+        everything, self._everything = self._everything, False
+        changed, self._changed = self._changed, set()
+        try:
+            if everything:
+                instances = self._cache.all()
+                decided = self._desired.rebuild(instances)
+                resources = self._running.keys() | self._desired.plugins.keys()
+            else:
+                found = {key: self._cache.get(*key) for key in changed}
+                instances = [i for i in found.values() if i is not None]
+                decided = self._desired.update(found)
+                resources = decided.resources
+            self._decided = True
+            self._warn(decided, instances)
+            await self._apply(resources)
+        except Exception:  # the next change tries again, on everything
+            log.exception("updating the device plugins failed")
+            self._everything = True
+
+    def _warn(self, decided: Decided, instances: list[Instance]) -> None:
+        for problem in decided.problems:
             self._warn_once(problem)
         for instance in instances:
             if self._node in instance.spec.nodes:
                 for problem in slots.usage_problems(view(instance)):
                     self._warn_once(problem)
-        for resource, (plugin, _) in list(self._running.items()):
-            if desired.plugins.get(resource) != plugin.spec:
+
+    async def _apply(self, resources: Iterable[str]) -> None:
+        """Stop and start plugins so that these resources are served as desired."""
+        for resource in sorted(resources):
+            wanted = self._desired.plugins.get(resource)
+            running = self._running.get(resource)
+            if running is not None and running[0].spec != wanted:
                 await self._stop(resource)
-        for resource, spec in desired.plugins.items():
-            if resource not in self._running:
-                self._start(spec)
+            if wanted is not None and resource not in self._running:
+                self._start(wanted)
 
     def _start(self, spec: PluginSpec) -> None:
         servicer = _SERVICERS[spec.level](spec, self._env)

@@ -1,10 +1,14 @@
 """What the instance- and configuration-level plugins share: ListAndWatch driven by the
 Instance cache, and an Allocate that is bounded in time and never lets an error escape.
 
-ListAndWatch sends the full list at once and then only when it changed, waking on cache
-changes instead of polling. Allocate runs under a deadline because the kubelet sets none and a
-hung Allocate blocks every pod admission on the node; every failure becomes a gRPC error
-whose message says what went wrong, which the kubelet puts into the pod's status.
+ListAndWatch sends the full list at once and then only when it changed, woken by the cache
+for changes of its own Instances instead of polling. A burst of changes (a thousand devices
+found at start-up) is sent at most every `send_interval`, so neither this agent nor the kubelet
+handles a thousand ever longer lists; a lone change still goes out at once.
+
+Allocate runs under a deadline because the kubelet sets none and a hung Allocate blocks every
+pod admission on the node; every failure becomes a gRPC error whose message says what went
+wrong, which the kubelet puts into the pod's status.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,7 +26,7 @@ import grpc
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri.agent import metrics
-from akri.agent.instances import InstanceCache
+from akri.agent.instances import InstanceCache, Topic
 from akri.agent.plugins.allocations import Allocations
 from akri.agent.plugins.desired import ConfigurationLookup, PluginSpec
 from akri.agent.plugins.once import OnceLog
@@ -52,6 +57,9 @@ StreamListener = Callable[[], Callable[[], None]]
 """Called when ListAndWatch opens; the function it returns is called when that stream ends."""
 
 
+SEND_INTERVAL_S = 0.1
+
+
 @dataclass(frozen=True)
 class PluginEnv:
     """What every plugin on the node shares."""
@@ -63,6 +71,7 @@ class PluginEnv:
     allocate_timeout: float
     device_extras: DeviceExtras
     warn_once: OnceLog
+    send_interval: float = SEND_INTERVAL_S
 
 
 def _list_response(devices: Mapping[str, bool]) -> ListAndWatchResponse:
@@ -81,6 +90,10 @@ class PluginServicer(DevicePluginServicer, abc.ABC):
         self.stream_listener: StreamListener = lambda: lambda: None
 
     @abc.abstractmethod
+    def topic(self) -> Topic:
+        """The cache changes the device list depends on."""
+
+    @abc.abstractmethod
     def devices(self) -> dict[str, bool]:
         """The device list now: id -> healthy."""
 
@@ -95,17 +108,19 @@ class PluginServicer(DevicePluginServicer, abc.ABC):
         self, request: Empty, context: Context
     ) -> AsyncIterator[ListAndWatchResponse]:
         ended = self.stream_listener()
-        changes = self.env.cache.changes
+        loop = asyncio.get_running_loop()
         sent: dict[str, bool] | None = None
+        sent_at = -math.inf
         try:
-            while True:
-                version = changes.version
-                devices = self.devices()
-                if devices != sent:
-                    metrics.LIST_AND_WATCH_SENDS.labels(self.spec.level).inc()
-                    sent = devices
-                    yield _list_response(devices)
-                await changes.wait_after(version)
+            with self.env.cache.subscribe(self.topic()) as changes:
+                while True:
+                    devices = self.devices()
+                    if devices != sent:
+                        metrics.LIST_AND_WATCH_SENDS.labels(self.spec.level).inc()
+                        sent, sent_at = devices, loop.time()
+                        yield _list_response(devices)
+                    await changes.next()
+                    await asyncio.sleep(sent_at + self.env.send_interval - loop.time())
         finally:
             ended()
 

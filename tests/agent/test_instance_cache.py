@@ -1,0 +1,94 @@
+"""The Instance cache wakes each subscriber only for the Instances it follows, and loses none."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from akri.agent.instances import (
+    EVERYTHING,
+    InstanceCache,
+    configuration_topic,
+    instance_topic,
+)
+from akri.kube.reflector import Key
+from tests.agent.conftest import NAMESPACE, Cluster, configuration
+from tests.support import eventually, running
+
+CAM = configuration("cam", capacity=1)
+USB = configuration("usb", capacity=1)
+
+
+@pytest.fixture
+async def cache(cluster: Cluster) -> AsyncIterator[InstanceCache]:
+    cache = InstanceCache(cluster.api)
+    async with running(cache.run()):
+        await cache.synced.wait()
+        yield cache
+
+
+def key(name: str) -> Key:
+    return NAMESPACE, name
+
+
+async def test_each_subscriber_hears_only_its_topic(cluster: Cluster, cache: InstanceCache) -> None:
+    cam0 = await cluster.create_instance(CAM, "foo0", ["node-a"])
+    await eventually(lambda: cache.get(NAMESPACE, cam0) is not None, "the cache to see it")
+    with (
+        cache.subscribe(instance_topic(NAMESPACE, cam0)) as one,
+        cache.subscribe(configuration_topic(NAMESPACE, "cam")) as cams,
+        cache.subscribe(configuration_topic(NAMESPACE, "usb")) as usbs,
+        cache.subscribe(EVERYTHING) as everything,
+    ):
+        cam1 = await cluster.create_instance(CAM, "foo1", ["node-a"])
+        usb0 = await cluster.create_instance(USB, "dev0", ["node-a"])
+        await cluster.change_instance(cam0, nodes=["node-a", "node-b"])
+        await cluster.delete_instance(cam1)
+
+        def settled() -> bool:
+            moved = cache.get(NAMESPACE, cam0)
+            return (
+                moved is not None
+                and "node-b" in moved.spec.nodes
+                and cache.get(NAMESPACE, cam1) is None
+                and cache.get(NAMESPACE, usb0) is not None
+            )
+
+        await eventually(settled, "the cache to see every change")
+
+        # Each subscriber has collected the keys of its own topic, and only those.
+        assert await everything.next() == {key(cam0), key(cam1), key(usb0)}
+        assert await one.next() == {key(cam0)}
+        assert await cams.next() == {key(cam0), key(cam1)}
+        assert await usbs.next() == {key(usb0)}
+    assert cache.get(NAMESPACE, cam1) is None
+    assert {i.metadata.name for i in cache.of_configuration(NAMESPACE, "cam")} == {cam0}
+
+
+async def test_a_burst_of_changes_is_one_wake_up_and_none_is_lost(
+    cluster: Cluster, cache: InstanceCache
+) -> None:
+    with cache.subscribe(configuration_topic(NAMESPACE, "cam")) as cams:
+        names = [await cluster.create_instance(CAM, f"foo{i}", ["node-a"]) for i in range(20)]
+        await eventually(
+            lambda: len(cache.of_configuration(NAMESPACE, "cam")) == 20, "all 20 in the cache"
+        )
+        assert await cams.next() == {key(name) for name in names}
+
+
+async def test_an_instance_moving_between_configurations_tells_both(
+    cluster: Cluster, cache: InstanceCache
+) -> None:
+    name = await cluster.create_instance(CAM, "foo0", ["node-a"])
+    await eventually(lambda: cache.get(NAMESPACE, name) is not None, "the cache to see it")
+    with (
+        cache.subscribe(configuration_topic(NAMESPACE, "cam")) as cams,
+        cache.subscribe(configuration_topic(NAMESPACE, "usb")) as usbs,
+    ):
+        await cluster.change_instance(name, configuration_name="usb")
+
+        assert await cams.next() == {key(name)}
+        assert await usbs.next() == {key(name)}
+    assert cache.of_configuration(NAMESPACE, "cam") == []
+    assert [i.metadata.name for i in cache.of_configuration(NAMESPACE, "usb")] == [name]
