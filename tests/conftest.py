@@ -6,6 +6,10 @@ things that finish asynchronously (threads joining, sockets closing), never a fi
 
 from __future__ import annotations
 
+from akri.kube import lean
+
+lean.install()  # before anything imports kubernetes_asyncio: the tests run it as the programs do
+
 import asyncio
 import gc
 import os
