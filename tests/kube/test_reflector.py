@@ -31,13 +31,16 @@ def core(api: client.ApiClient) -> client.CoreV1Api:
     return client.CoreV1Api(api)
 
 
-@pytest.fixture
-async def followed(core: client.CoreV1Api) -> AsyncIterator[tuple[Reflector, Recorder]]:
+@pytest.fixture(params=[False, True], ids=["whole", "slim"])
+async def followed(
+    core: client.CoreV1Api, request: pytest.FixtureRequest
+) -> AsyncIterator[tuple[Reflector, Recorder]]:
     recorder = Recorder()
     reflector = Reflector(
         functools.partial(core.list_namespaced_config_map, "default"),
         recorder,
         watch_timeout_s=1,  # short server-side timeouts exercise resuming on every test
+        slim=request.param,
     )
     task = asyncio.create_task(reflector.run())
     await asyncio.wait_for(reflector.synced.wait(), 10)
@@ -51,7 +54,11 @@ async def test_list_then_watch_delivers_every_change_in_order(
 ) -> None:
     reflector, recorder = followed
     await core.create_namespaced_config_map("default", config_map("a"))
-    await core.patch_namespaced_config_map("a", "default", {"data": {"v": "2"}})
+    patched = await core.patch_namespaced_config_map("a", "default", {"data": {"v": "2"}})
+    await eventually(lambda: len(recorder.events) == 2, "two events")
+    kept = reflector.objects[("default", "a")]
+    assert kept["metadata"]["resourceVersion"] == patched.metadata.resource_version
+    assert ("data" in kept) is not reflector.slim, "a slim reflector keeps no data"
     await core.delete_namespaced_config_map("a", "default")
 
     await eventually(lambda: len(recorder.events) >= 3, "three events")

@@ -81,7 +81,7 @@ class InstanceCache:
                 custom.list_namespaced_custom_object, group, version, namespace, plural
             )
         )
-        self.reflector = Reflector(list_instances, self._observe)
+        self.reflector = Reflector(list_instances, self._observe, slim=True)
         self.writer = GuardedWriter(api_client, INSTANCES, on_conflict=on_conflict)
         self._custom = custom
         self._parsed: dict[Key, Instance] = {}
@@ -136,7 +136,8 @@ class InstanceCache:
             changed = mutate(Instance.from_wire(obj))
             return None if changed is None else changed.to_wire()
 
-        cached = self.reflector.objects.get((namespace, name))
+        known = self._parsed.get((namespace, name))
+        cached = None if known is None else known.to_wire()
         stored = await self.writer.update(namespace, name, on_wire, cached=cached)
         return None if stored is None else self._remember(stored)
 
@@ -155,9 +156,7 @@ class InstanceCache:
 
     def _remember(self, stored: Object) -> Instance:
         instance = Instance.from_wire(stored)
-        key = object_key(stored)
-        self.reflector.objects[key] = stored
-        self._store(key, instance)
+        self._store(object_key(stored), instance)
         return instance
 
     async def _observe(self, kind: EventType, obj: Object) -> None:

@@ -36,12 +36,23 @@ def object_key(obj: Object) -> Key:
     return metadata.get("namespace", ""), metadata["name"]
 
 
+def _identity(obj: Object) -> Object:
+    metadata = obj["metadata"]
+    return {
+        "metadata": {
+            k: metadata[k] for k in ("name", "namespace", "resourceVersion") if k in metadata
+        }
+    }
+
+
 class Reflector:
     """Keeps `objects` equal to the server's view and calls `handler` for every change.
 
     `list_function` is a kubernetes-asyncio list method with its positional arguments bound
     (e.g. `functools.partial(custom.list_cluster_custom_object, "akri.sh", "v0", "instances")`);
     selectors go in `list_options`. Handlers run one at a time, in the order of the events.
+    With `slim`, `objects` keeps only each object's name, namespace and resourceVersion (what
+    a relist compares), for handlers that keep their own parsed copy anyway.
     """
 
     def __init__(
@@ -51,9 +62,11 @@ class Reflector:
         *,
         watch_timeout_s: int = 300,
         backoff: Backoff | None = None,
+        slim: bool = False,
         **list_options: str,
     ) -> None:
         self.objects: dict[Key, Object] = {}
+        self.slim = slim
         self.synced = asyncio.Event()
         self._list = list_function
         self._handler = handler
@@ -122,7 +135,7 @@ class Reflector:
         if kind == "DELETED":
             self.objects.pop(key, None)
         else:
-            self.objects[key] = obj
+            self.objects[key] = _identity(obj) if self.slim else obj
         if self._handler is None:
             return
         try:

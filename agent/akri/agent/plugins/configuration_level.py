@@ -30,6 +30,8 @@ def _apply_if_unchanged(
 
 
 class ConfigurationPlugin(PluginServicer):
+    paced = True  # its list follows every Instance of the Configuration
+
     def _instances(self, excluded: Collection[str] = ()) -> dict[str, Instance]:
         found = self.env.cache.of_configuration(self.spec.namespace, self.spec.name)
         return {name: i for i in found if (name := i.metadata.name or "") and name not in excluded}

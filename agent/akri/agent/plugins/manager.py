@@ -30,7 +30,7 @@ from akri.agent.plugins.desired import (
 from akri.agent.plugins.instance_level import InstancePlugin
 from akri.agent.plugins.kubelet_watch import WATCH_INTERVAL_S, KubeletWatch
 from akri.agent.plugins.once import OnceLog
-from akri.agent.plugins.plugin import Plugin, register_backoff
+from akri.agent.plugins.plugin import CONCURRENT_REGISTRATIONS, Plugin, register_backoff
 from akri.agent.plugins.pool import view
 from akri.agent.plugins.response import DeviceExtras, no_extras
 from akri.agent.plugins.servicer import PluginEnv, PluginServicer
@@ -82,6 +82,7 @@ class PluginManager:
         )
         self._watch = KubeletWatch(device_plugins_dir / KUBELET_SOCKET_NAME, watch_interval)
         self._wake = asyncio.Event()
+        self._registrations = asyncio.Semaphore(CONCURRENT_REGISTRATIONS)
         self._desired = DesiredPlugins(node, configurations)
         self._decided = False  # a first round has decided everything
         self._everything = True  # the next round decides everything again
@@ -169,7 +170,11 @@ class PluginManager:
     def _start(self, spec: PluginSpec) -> None:
         servicer = _SERVICERS[spec.level](spec, self._env)
         plugin = Plugin(
-            servicer, self._directory, self._watch.kubelet_socket, backoff=self._backoff
+            servicer,
+            self._directory,
+            self._watch.kubelet_socket,
+            backoff=self._backoff,
+            turns=self._registrations,
         )
         task = asyncio.create_task(plugin.run(), name=f"plugin {spec.resource}")
         self._running[spec.resource] = (plugin, task)

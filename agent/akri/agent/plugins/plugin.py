@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 
 REGISTER_TIMEOUT_S = 10.0
 """The kubelet dials back within Register (up to 10 s itself) before answering."""
+CONCURRENT_REGISTRATIONS = 16
+"""Plugins of one node starting and registering at once (`turns`). A thousand at once (agent
+start, kubelet restart) is no faster, and leaves the memory of a thousand connections behind."""
 
 
 def register_backoff() -> Backoff:
@@ -43,6 +46,7 @@ class Plugin:
         *,
         backoff: Callable[[], Backoff] = register_backoff,
         register_timeout: float = REGISTER_TIMEOUT_S,
+        turns: asyncio.Semaphore | None = None,
     ) -> None:
         self.spec: PluginSpec = servicer.spec
         self.registered = False
@@ -53,6 +57,7 @@ class Plugin:
         self._kubelet_socket = kubelet_socket
         self._backoff = backoff
         self._register_timeout = register_timeout
+        self._turns = turns or asyncio.Semaphore(1)
         self._wake = asyncio.Event()
         self._epoch = 0  # bumped by every Register and every new or stopped server
         self._registering = False
@@ -90,9 +95,10 @@ class Plugin:
     async def _attempt(self) -> bool:
         """Serve a fresh incarnation when needed and register it; False to retry later."""
         try:
-            if self.server is None or self.server.gone:
-                await self._new_incarnation()
-            return await self._register()
+            async with self._turns:
+                if self.server is None or self.server.gone:
+                    await self._new_incarnation()
+                return await self._register()
         except (grpc.RpcError, OSError, ValueError) as error:
             log.warning("%s: cannot serve or register: %s", self.spec, error)
         except Exception:  # retried: a plugin must never take the agent down

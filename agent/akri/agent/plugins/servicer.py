@@ -2,9 +2,11 @@
 Instance cache, and an Allocate that is bounded in time and never lets an error escape.
 
 ListAndWatch sends the full list at once and then only when it changed, woken by the cache
-for changes of its own Instances instead of polling. A burst of changes (a thousand devices
-found at start-up) is sent at most every `send_interval`, so neither this agent nor the kubelet
-handles a thousand ever longer lists; a lone change still goes out at once.
+for changes of its own Instances instead of polling. A plugin whose list follows many Instances
+(`paced`: the configuration level) sends a burst of changes (a thousand devices found at
+start-up) at most every `send_interval`, so neither this agent nor the kubelet handles a
+thousand ever longer lists. An instance-level list is never held back: a slot taken elsewhere
+must reach the kubelet before it admits a pod onto that slot.
 
 Allocate runs under a deadline because the kubelet sets none and a hung Allocate blocks every
 pod admission on the node; every failure becomes a gRPC error whose message says what went
@@ -84,6 +86,9 @@ def _list_response(devices: Mapping[str, bool]) -> ListAndWatchResponse:
 
 
 class PluginServicer(DevicePluginServicer, abc.ABC):
+    paced = False
+    """Whether bursts of list changes are sent at most every `env.send_interval`."""
+
     def __init__(self, spec: PluginSpec, env: PluginEnv) -> None:
         self.spec = spec
         self.env = env
@@ -120,7 +125,8 @@ class PluginServicer(DevicePluginServicer, abc.ABC):
                         sent, sent_at = devices, loop.time()
                         yield _list_response(devices)
                     await changes.next()
-                    await asyncio.sleep(sent_at + self.env.send_interval - loop.time())
+                    if self.paced:
+                        await asyncio.sleep(sent_at + self.env.send_interval - loop.time())
         finally:
             ended()
 
