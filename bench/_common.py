@@ -8,26 +8,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import math
 import os
 import resource
 import signal
+import socket
+import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 from kubernetes_asyncio import client
 from prometheus_client import REGISTRY
+from prometheus_client.parser import text_string_to_metric_families
 
 from akri import naming
-from akri.agent.agent import Agent
 from akri.agent.settings import AgentSettings
 from akri.api import Instance, crd_definitions
-from akri.discovery_handlers.debug_echo import DebugEcho
 from akri.sim.apiserver import ApiServer
 from akri.sim.apiserver.faults import FaultRule
 from akri.sim.kubelet import Kubelet
@@ -206,17 +207,6 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def report(**values: object) -> None:
-    print(json.dumps(values), flush=True)
-
-
-def sends() -> dict[str, float]:
-    return {
-        level: metric("akri_list_and_watch_sends_total", {"level": level})
-        for level in ("instance", "configuration")
-    }
-
-
 def allocate_seconds() -> dict[str, float]:
     """Sum and count of akri_allocation_latency_seconds of instance-level Allocates."""
     level = {"level": "instance"}
@@ -226,60 +216,68 @@ def allocate_seconds() -> dict[str, float]:
     }
 
 
-async def child(root: Path, kubeconfig: Path, node: str) -> None:
-    """The agent of `node` in its own process (`python bench/_common.py --child ...`), with an
-    embedded debugEcho; a line of JSON on stdout at start and per SIGUSR1."""
-    raise_open_files(OPEN_FILES)
-    settings = agent_settings(root, node, kubeconfig=kubeconfig, log_level="WARNING")
-    echo = DebugEcho(shared=True, availability_file=root / "availability")
-    agent = Agent(settings, handlers=[echo])
-    report(baseline=rss_kb(), started=time.time())
-    task = asyncio.create_task(agent.run(), name="agent")
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGTERM, task.cancel)
-    loop.add_signal_handler(
-        signal.SIGUSR1, lambda: report(sends=sends(), allocate=allocate_seconds(), rss=rss_kb())
-    )
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 class AgentProcess:
-    """An agent process started by `spawn`; stop it with `stop`."""
+    """The real `akri-agent` program in its own process, configured through its environment
+    as the DaemonSet does, with its embedded debugEcho; its RSS and CPU are its own, and its
+    counters are read from its own /metrics endpoint."""
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, metrics_port: int) -> None:
         self.process = process
         self.pid = process.pid
+        self._metrics = f"http://127.0.0.1:{metrics_port}/metrics"
 
     @classmethod
-    async def spawn(
-        cls, root: Path, kubeconfig: Path, node: str
-    ) -> tuple[AgentProcess, dict[str, object]]:
-        """Start the agent; returns it and its first line (`baseline` RSS, `started` time)."""
+    async def spawn(cls, root: Path, kubeconfig: Path, node: str) -> AgentProcess:
+        settings = agent_settings(root, node)
+        port = free_port()
+        environment = {
+            "AGENT_NODE_NAME": node,
+            "KUBECONFIG": str(kubeconfig),
+            "DEVICE_PLUGINS_DIR": str(settings.device_plugins_dir),
+            "POD_RESOURCES_SOCKET": str(settings.pod_resources_socket),
+            "DISCOVERY_HANDLERS_DIRECTORY": str(settings.discovery_handlers_directory),
+            "ENABLE_DEBUG_ECHO": "true",
+            "DEBUG_ECHO_AVAILABILITY_FILE": str(root / "availability"),
+            "METRICS_PORT": str(port),
+            "LOG_LEVEL": "WARNING",
+        }
         process = await asyncio.create_subprocess_exec(
             sys.executable,
-            __file__,
-            "--child",
-            str(root),
-            str(kubeconfig),
-            node,
-            stdout=asyncio.subprocess.PIPE,
+            "-m",
+            "akri.agent.main",
+            env={**os.environ, **environment},  # and this process's open-files limit
         )
-        agent = cls(process)
-        return agent, await agent.line()
+        return cls(process, port)
 
-    async def line(self) -> dict[str, object]:
-        assert self.process.stdout is not None
-        async with asyncio.timeout(30):
-            raw = await self.process.stdout.readline()
-        if not raw:
-            raise RuntimeError(f"the agent process exited ({await self.process.wait()})")
-        loaded: dict[str, object] = json.loads(raw)
-        return loaded
+    async def stats(self) -> Stats:
+        """The agent's counters now, and its memory."""
+        async with aiohttp.ClientSession() as session, session.get(self._metrics) as response:
+            text = await response.text()
+        samples = {
+            (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+        }
 
-    async def stats(self) -> dict[str, object]:
-        self.process.send_signal(signal.SIGUSR1)
-        return await self.line()
+        def value(name: str, **labels: str) -> float:
+            return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+        return Stats(
+            sends={
+                level: value("akri_list_and_watch_sends_total", level=level)
+                for level in ("instance", "configuration")
+            },
+            allocate_sum=value("akri_allocation_latency_seconds_sum", level="instance"),
+            allocate_count=value("akri_allocation_latency_seconds_count", level="instance"),
+            rss=rss_kb(self.pid),
+        )
 
     async def stop(self) -> None:
         if self.process.returncode is None:
@@ -292,16 +290,39 @@ class AgentProcess:
                 await self.process.wait()
 
 
+@dataclass(frozen=True)
+class Stats:
+    sends: dict[str, float]
+    """ListAndWatch sends so far, by plugin level."""
+    allocate_sum: float
+    allocate_count: float
+    """Seconds spent in instance-level Allocates, and how many."""
+    rss: dict[str, int]
+
+
+IMPORT_COST = """
+import sys, time
+began = time.perf_counter()
+__import__(sys.argv[1])
+took = time.perf_counter() - began
+for line in open("/proc/self/status"):
+    if line.startswith("VmRSS:"):
+        print(int(line.split()[1]) / 1024, took)
+"""
+
+
+def import_cost(module: str) -> tuple[float, float]:
+    """RSS (MB) and seconds of a fresh interpreter that only imports `module`."""
+    output = subprocess.run(
+        [sys.executable, "-c", IMPORT_COST, module], check=True, capture_output=True, text=True
+    ).stdout
+    rss, took = output.split()
+    return float(rss), float(took)
+
+
 def plugin_socket(directory: Path, resource: str) -> Path:
     """The socket a plugin of another process serves `resource` on (its one incarnation)."""
     found = sorted(directory.glob(f"{resource.replace('/', '-')}-*.sock"))
     if len(found) != 1:
         raise RuntimeError(f"expected one socket of {resource} in {directory}, found {found}")
     return found[0]
-
-
-if __name__ == "__main__":
-    if len(sys.argv) != 5 or sys.argv[1] != "--child":
-        sys.exit("usage: _common.py --child ROOT KUBECONFIG NODE (started by the benchmarks)")
-    quiet_logs()
-    asyncio.run(child(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]))

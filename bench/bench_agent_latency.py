@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 from _common import (
     AgentProcess,
+    Stats,
     agent_settings,
     allocate_seconds,
     api_server,
@@ -255,7 +256,7 @@ async def allocate_own_process(root: Path, kubeconfig: Path, allocations: int) -
     """The agent in its own process, as deployed; the emulators and the client stay here."""
     descriptions, names, capacity = allocation_setup(allocations, "own")
     async with await load_client(kubeconfig) as api, kubelet_for(root, NODE) as kubelet:
-        agent, _ = await AgentProcess.spawn(root, kubeconfig, NODE)
+        agent = await AgentProcess.spawn(root, kubeconfig, NODE)
         try:
             await create_configuration(api, "own", descriptions, capacity)
             await until(kubelet, lambda: all_registered(kubelet, names, capacity), "IL plugins")
@@ -270,15 +271,11 @@ async def allocate_own_process(root: Path, kubeconfig: Path, allocations: int) -
             after = await agent.stats()
         finally:
             await agent.stop()
-    return Measured(
-        samples, refused, trips, server_mean(stats_allocate(before), stats_allocate(after))
-    )
+    return Measured(samples, refused, trips, server_mean(seconds(before), seconds(after)))
 
 
-def stats_allocate(stats: dict[str, object]) -> dict[str, float]:
-    found = stats["allocate"]
-    assert isinstance(found, dict)
-    return found
+def seconds(stats: Stats) -> dict[str, float]:
+    return {"sum": stats.allocate_sum, "count": stats.allocate_count}
 
 
 def server_mean(before: dict[str, float], after: dict[str, float]) -> float:

@@ -59,7 +59,7 @@ StreamListener = Callable[[], Callable[[], None]]
 """Called when ListAndWatch opens; the function it returns is called when that stream ends."""
 
 
-SEND_INTERVAL_S = 0.1
+SEND_INTERVAL_S = 0.05
 
 
 @dataclass(frozen=True)
