@@ -101,7 +101,7 @@ async def admit_pods(kubelet: Kubelet, names: list[str]) -> int:
 def distinct_devices(count: int) -> tuple[list[str], list[str]]:
     """`count` descriptions whose Instance names differ. Names carry a 6-hex-digit digest of
     the device id (as in Akri), so 1000 devices collide with a chance of about 3 %
-    (dev0..dev999 do: two devices would share one Instance)."""
+    (dev0..dev999 do: the agent would publish only one of the two)."""
     descriptions: list[str] = []
     names: dict[str, str] = {}
     i = 0

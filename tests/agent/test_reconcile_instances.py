@@ -97,6 +97,21 @@ def test_local_devices_are_named_by_id_and_node() -> None:
     assert a.keys() != b.keys()
 
 
+def test_two_devices_with_one_instance_name_publish_the_smaller_id_and_say_so() -> None:
+    first, second = "dev374", "dev452"  # their digests share the 6 hex digits a name keeps
+    assert instance_name("cfg", first) == instance_name("cfg", second) == "cfg-bd637a"
+
+    for seen in ([device(first), device(second)], [device(second), device(first)]):
+        wanted, problems = wanted_instances(config(), NODE_A, True, [*seen, device("foo0")])
+
+        assert sorted(wanted) == ["cfg-8120fe", "cfg-bd637a"]
+        assert wanted["cfg-bd637a"].device.id == first
+        assert problems == [
+            "devices 'dev374' and 'dev452' both get the Instance name cfg-bd637a; "
+            "only 'dev374' is published"
+        ]
+
+
 def test_new_devices_become_instances_listing_this_node() -> None:
     cfg = config(capacity=3, SHARED="config", ONLY_CONFIG="x")
     result = decide(cfg, NODE_A, [device("foo0", SHARED="device", KEY="v")], [])

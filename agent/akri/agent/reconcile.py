@@ -74,15 +74,31 @@ class Wanted:
 def wanted_instances(
     configuration: Configuration, node: str, shared: bool, devices: Iterable[Device]
 ) -> tuple[dict[str, Wanted], list[str]]:
-    """Instances by name for the devices seen now, and the property problems found."""
+    """Instances by name for the devices seen now, and the problems found.
+
+    Names carry only 6 hex digits of the device id's digest (Akri's format), so two devices
+    can get one name; the one with the smaller id is published, whatever the order they came
+    in, and the other is reported.
+    """
     name = configuration.metadata.name or ""
-    wanted: dict[str, Wanted] = {}
+    by_name: dict[str, Device] = {}
     problems: list[str] = []
     for device in devices:
+        instance = instance_name(name, device.id, None if shared else node)
+        known = by_name.get(instance)
+        if known is not None and known.id != device.id:
+            kept, dropped = sorted((known, device), key=lambda d: d.id)
+            problems.append(
+                f"devices {kept.id!r} and {dropped.id!r} both get the Instance name "
+                f"{instance}; only {kept.id!r} is published"
+            )
+            device = kept
+        by_name[instance] = device
+    wanted: dict[str, Wanted] = {}
+    for instance, device in by_name.items():
         filtered = usable_properties(device)
         problems.extend(filtered.problems)
         properties = {**filtered.properties, **configuration.spec.broker_properties}
-        instance = instance_name(name, device.id, None if shared else node)
         wanted[instance] = Wanted(instance, device, properties)
     return wanted, problems
 
