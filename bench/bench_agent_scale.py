@@ -6,7 +6,8 @@ unix socket (kubelet) and 127.0.0.1 (API). One debugEcho Configuration discovers
 
 4. Time from spawning the agent until the kubelet emulator has all N instance-level plugins
    and the configuration-level plugin registered and listing their devices; the agent's RSS
-   (and what importing the agent alone costs); then its idle CPU.
+   (and what importing the agent alone costs); then its idle CPU, and after the steady state
+   the time until every plugin is registered again after a kubelet restart.
 5. With nothing changing (after a few pods took slots through the kubelet emulator), API
    writes (counted by the emulator) and ListAndWatch sends (the agent's
    akri_list_and_watch_sends) over a window, scaled to per minute. Must be 0.
@@ -54,6 +55,7 @@ CONFIGURATION = "scale"
 START_TARGET_S = 10.0
 RSS_TARGET_MB = 150.0
 PODS = 10
+CAPACITY = 2
 Rows = list[tuple[str, str]]
 
 
@@ -89,6 +91,25 @@ async def startup(
     return agent, time.monotonic() - spawned
 
 
+async def kubelet_restart(kubelet: Kubelet, names: list[str]) -> float:
+    """Seconds from a kubelet restart (plugin sockets deleted) until every plugin has
+    registered again and lists its devices."""
+    resources = [naming.resource_name(n) for n in [*names, CONFIGURATION]]
+    before = dict(kubelet.registrations)
+    began = time.monotonic()
+    await kubelet.restart()
+
+    def again() -> bool:
+        registered = kubelet.registrations
+        return all(registered.get(r, 0) > before.get(r, 0) for r in resources) and all_listed(
+            kubelet, names, CAPACITY
+        )
+
+    async with asyncio.timeout(120):
+        await kubelet.wait_for(again)
+    return time.monotonic() - began
+
+
 async def admit_pods(kubelet: Kubelet, names: list[str]) -> int:
     admitted = 0
     for i, name in enumerate(names[:PODS]):
@@ -115,7 +136,7 @@ def distinct_devices(count: int) -> tuple[list[str], list[str]]:
 
 
 async def bench(instances: int, steady_s: float) -> tuple[Rows, Rows]:
-    capacity = 2
+    capacity = CAPACITY
     descriptions, names = distinct_devices(instances)
     with tempfile.TemporaryDirectory(prefix="akri-", dir="/tmp") as workdir:
         root = Path(workdir)
@@ -157,6 +178,7 @@ async def measure(
         reads = hits(requests, ("get", "list", "watch"))
         kubelet_changes = kubelet.version - version
     after = await agent.stats()
+    restart_s = await kubelet_restart(kubelet, names)
     rss = after.rss
     sends_in_window = total_sends(after) - total_sends(settled)
     per_minute = 60.0 / wall
@@ -170,6 +192,7 @@ async def measure(
         ("  of which importing the agent (alone)", f"{imports_mb:.1f} MB"),
         (f"  target <= {RSS_TARGET_MB:.0f} MB", verdict(mb(rss["VmRSS"]) <= RSS_TARGET_MB)),
         (f"idle CPU over {wall:.0f} s", f"{cpu / wall * 100:.2f} % of one core ({cpu:.2f} s)"),
+        ("kubelet restart -> every plugin registered again", f"{restart_s:.2f} s"),
     ]
     steady: Rows = [
         (f"window ({len(names)} Instances, {admitted} pods holding slots)", f"{wall:.1f} s"),

@@ -25,7 +25,8 @@ async def apiserver() -> AsyncIterator[ApiServer]:
 
 
 @pytest.fixture
-async def core(apiserver: ApiServer, tmp_path: Path) -> AsyncIterator[client.CoreV1Api]:
+async def seeded(apiserver: ApiServer, tmp_path: Path) -> AsyncIterator[client.ApiClient]:
+    """A client of a server holding the Secrets and ConfigMaps the tests read."""
     kubeconfig = apiserver.write_kubeconfig(tmp_path / "kubeconfig")
     api = await config.new_client_from_config(config_file=str(kubeconfig), persist_config=False)
     async with api:
@@ -45,7 +46,7 @@ async def core(apiserver: ApiServer, tmp_path: Path) -> AsyncIterator[client.Cor
                 binary_data={"blob": base64.b64encode(b"\xff\x01").decode()},
             ),
         )
-        yield core
+        yield api
 
 
 def meta(name: str) -> client.V1ObjectMeta:
@@ -60,7 +61,7 @@ def ref(kind: str, name: str, key: str, **extra: Any) -> dict[str, Any]:
     return {"valueFrom": {kind: {"name": name, "key": key, **extra}}}
 
 
-async def test_values_secrets_and_config_maps(core: client.CoreV1Api) -> None:
+async def test_values_secrets_and_config_maps(seeded: client.ApiClient) -> None:
     props = [
         prop("LITERAL", value="x"),
         prop("PASSWORD", **ref("secretKeyRef", "creds", "password")),
@@ -68,7 +69,7 @@ async def test_values_secrets_and_config_maps(core: client.CoreV1Api) -> None:
         prop("BLOB", **ref("configMapKeyRef", "settings", "blob", namespace="other")),
         prop("OPT", **ref("configMapKeyRef", "absent", "k", optional=True)),
     ]
-    assert await resolve_properties(props, NS, kube_reader(core)) == {
+    assert await resolve_properties(props, NS, kube_reader(seeded)) == {
         "LITERAL": b"x",
         "PASSWORD": b"s3cr\x00t",
         "MODE": b"fast",
@@ -76,16 +77,16 @@ async def test_values_secrets_and_config_maps(core: client.CoreV1Api) -> None:
     }
 
 
-async def test_missing_object_names_property_and_source(core: client.CoreV1Api) -> None:
+async def test_missing_object_names_property_and_source(seeded: client.ApiClient) -> None:
     props = [prop("MODE", **ref("configMapKeyRef", "settings", "mode"))]  # not in default
     with pytest.raises(InvalidProperties, match="'MODE': ConfigMap default/settings not found"):
-        await resolve_properties(props, NS, kube_reader(core))
+        await resolve_properties(props, NS, kube_reader(seeded))
 
 
 async def test_unreadable_object_is_an_error_not_a_skip(
-    apiserver: ApiServer, core: client.CoreV1Api
+    apiserver: ApiServer, seeded: client.ApiClient
 ) -> None:
     apiserver.faults.add(verb="get", resource="secrets", status=403, count=1)
     props = [prop("P", **ref("secretKeyRef", "creds", "password", optional=True))]
     with pytest.raises(InvalidProperties, match="cannot read Secret default/creds: 403"):
-        await resolve_properties(props, NS, kube_reader(core))
+        await resolve_properties(props, NS, kube_reader(seeded))

@@ -106,7 +106,7 @@ class Agent:
             registry=self.registry,
             cache=cache,
             reporter=lambda: StatusReporter(api_client),
-            read_properties=kube_reader(client.CoreV1Api(api_client)),
+            read_properties=kube_reader(api_client),
             offline_grace=settings.offline_grace,
         )
         configurations = ConfigurationWatcher(api_client, env, settings.akri_namespace)

@@ -50,7 +50,7 @@ class ConfigurationWatcher:
         self.on_change: Callable[[], None] = lambda: None
         """Called after a Configuration was added or removed, or its spec changed."""
         self._env = env
-        self._events = client.CoreV1Api(api_client)
+        self._api_client = api_client
         self._runners: dict[Key, ConfigurationRunner] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._told: set[tuple[str, str]] = set()
@@ -135,5 +135,10 @@ class ConfigurationWatcher:
         self._told.add((obj["metadata"].get("uid", ""), message))
         log.error("%s", message)
         await record_event(
-            self._events, obj, INVALID_REASON, message, component=COMPONENT, kind="Warning"
+            client.CoreV1Api(self._api_client),
+            obj,
+            INVALID_REASON,
+            message,
+            component=COMPONENT,
+            kind="Warning",
         )

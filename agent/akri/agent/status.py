@@ -31,7 +31,7 @@ class StatusReporter:
 
     def __init__(self, api_client: client.ApiClient) -> None:
         self._writer = GuardedWriter(api_client, CONFIGURATIONS)
-        self._events = client.CoreV1Api(api_client)
+        self._api_client = api_client
         self._told: set[tuple[str, str]] = set()
 
     async def report(self, configuration: Configuration, view: Status) -> None:
@@ -65,7 +65,7 @@ class StatusReporter:
         if problem not in self._told:
             self._told.add(problem)
             await record_event(
-                self._events,
+                client.CoreV1Api(self._api_client),  # made when needed, see kube_reader
                 configuration.to_wire(),
                 view.condition.value,
                 view.message,

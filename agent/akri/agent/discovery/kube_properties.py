@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 
-from kubernetes_asyncio.client import CoreV1Api
+from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri.agent.discovery.model import InvalidProperties
@@ -24,10 +24,15 @@ Reader = Callable[[Source], Awaitable[Values | None]]
 """Reads one source; None when it does not exist."""
 
 
-def kube_reader(core_v1: CoreV1Api) -> Reader:
-    """A Reader over the API server's core/v1 Secrets and ConfigMaps."""
+def kube_reader(api_client: client.ApiClient) -> Reader:
+    """A Reader over the API server's core/v1 Secrets and ConfigMaps.
+
+    The core/v1 API class is made at the first read: its module is 3 MB, and most agents
+    never read a Secret (kubernetes-asyncio loads on first use, `akri.kube.lean`).
+    """
 
     async def read(source: Source) -> Values | None:
+        core_v1 = client.CoreV1Api(api_client)
         try:
             if source.kind == "Secret":
                 secret = await core_v1.read_namespaced_secret(source.name, source.namespace)
