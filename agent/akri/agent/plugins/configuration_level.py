@@ -30,7 +30,7 @@ def _apply_if_unchanged(
 
 
 class ConfigurationPlugin(PluginServicer):
-    paced = True  # its list follows every Instance of the Configuration
+    send_interval = 0.05  # its list follows every Instance of the Configuration
 
     def _instances(self, excluded: Collection[str] = ()) -> dict[str, Instance]:
         found = self.env.cache.of_configuration(self.spec.namespace, self.spec.name)

@@ -3,8 +3,8 @@ Instance cache, and an Allocate that is bounded in time and never lets an error 
 
 ListAndWatch sends the full list at once and then only when it changed, woken by the cache
 for changes of its own Instances instead of polling. A plugin whose list follows many Instances
-(`paced`: the configuration level) sends a burst of changes (a thousand devices found at
-start-up) at most every `send_interval`, so neither this agent nor the kubelet handles a
+(the configuration level) sends a burst of changes (a thousand devices found at start-up) at
+most every `send_interval`, so neither this agent nor the kubelet handles a
 thousand ever longer lists. An instance-level list is never held back: a slot taken elsewhere
 must reach the kubelet before it admits a pod onto that slot.
 
@@ -59,9 +59,6 @@ StreamListener = Callable[[], Callable[[], None]]
 """Called when ListAndWatch opens; the function it returns is called when that stream ends."""
 
 
-SEND_INTERVAL_S = 0.05
-
-
 @dataclass(frozen=True)
 class PluginEnv:
     """What every plugin on the node shares."""
@@ -73,7 +70,6 @@ class PluginEnv:
     allocate_timeout: float
     device_extras: DeviceExtras
     warn_once: OnceLog
-    send_interval: float = SEND_INTERVAL_S
 
 
 def _list_response(devices: Mapping[str, bool]) -> ListAndWatchResponse:
@@ -86,8 +82,8 @@ def _list_response(devices: Mapping[str, bool]) -> ListAndWatchResponse:
 
 
 class PluginServicer(DevicePluginServicer, abc.ABC):
-    paced = False
-    """Whether bursts of list changes are sent at most every `env.send_interval`."""
+    send_interval = 0.0
+    """Seconds between two ListAndWatch sends at least; 0 sends every change at once."""
 
     def __init__(self, spec: PluginSpec, env: PluginEnv) -> None:
         self.spec = spec
@@ -125,8 +121,8 @@ class PluginServicer(DevicePluginServicer, abc.ABC):
                         sent, sent_at = devices, loop.time()
                         yield _list_response(devices)
                     await changes.next()
-                    if self.paced:
-                        await asyncio.sleep(sent_at + self.env.send_interval - loop.time())
+                    if self.send_interval:
+                        await asyncio.sleep(sent_at + self.send_interval - loop.time())
         finally:
             ended()
 
