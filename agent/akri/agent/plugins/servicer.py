@@ -3,10 +3,10 @@ Instance cache, and an Allocate that is bounded in time and never lets an error 
 
 ListAndWatch sends the full list at once and then only when it changed, woken by the cache
 for changes of its own Instances instead of polling. A plugin whose list follows many Instances
-(the configuration level) sends a burst of changes (a thousand devices found at start-up) at
-most every `send_interval`, so neither this agent nor the kubelet handles a
-thousand ever longer lists. An instance-level list is never held back: a slot taken elsewhere
-must reach the kubelet before it admits a pod onto that slot.
+(the configuration level) sends a list that only grows (a thousand devices found at start-up)
+at most every `send_interval`, so neither this agent nor the kubelet handles a thousand ever
+longer lists. A list that has lost a healthy device when the plugin wakes goes out at once: a
+slot taken elsewhere must reach the kubelet before it admits a pod onto that slot (DESIGN §5.3).
 
 Allocate runs under a deadline because the kubelet sets none and a hung Allocate blocks every
 pod admission on the node; every failure becomes a gRPC error whose message says what went
@@ -81,9 +81,15 @@ def _list_response(devices: Mapping[str, bool]) -> ListAndWatchResponse:
     )
 
 
+def _only_grows(before: Mapping[str, bool], after: Mapping[str, bool]) -> bool:
+    """Every device healthy `before` is still healthy `after`: holding it back offers nothing
+    that is gone."""
+    return all(after.get(device, False) for device, healthy in before.items() if healthy)
+
+
 class PluginServicer(DevicePluginServicer, abc.ABC):
     send_interval = 0.0
-    """Seconds between two ListAndWatch sends at least; 0 sends every change at once."""
+    """Seconds between two sends of a list that only grows; 0 sends every change at once."""
 
     def __init__(self, spec: PluginSpec, env: PluginEnv) -> None:
         self.spec = spec
@@ -121,7 +127,7 @@ class PluginServicer(DevicePluginServicer, abc.ABC):
                         sent, sent_at = devices, loop.time()
                         yield _list_response(devices)
                     await changes.next()
-                    if self.send_interval:
+                    if self.send_interval and _only_grows(sent, self.devices()):
                         await asyncio.sleep(sent_at + self.send_interval - loop.time())
         finally:
             ended()
