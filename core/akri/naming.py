@@ -1,4 +1,4 @@
-"""Every name and format other Akri components and other nodes depend on (DESIGN §4).
+"""Every name and format other Akri components and other nodes depend on (docs/design.md §4).
 
 Pure functions only: the agent, the controller, the CLI and the tests all derive names here,
 so a device always maps to the same Instance, resource and broker on every node.

@@ -1,4 +1,4 @@
-"""The capacity slot pool that instance- and configuration-level plugins share (DESIGN §5).
+"""The capacity slot pool that instance- and configuration-level plugins share (docs/design.md §5).
 
 Pure decisions over plain data, no I/O: callers read Instances, ask here, and write the returned
 `deviceUsage` (and `nodes`) under a resourceVersion precondition. On a conflict they re-read and

@@ -1,4 +1,7 @@
-"""The configuration-level plugin against the kubelet and API emulators (DESIGN §5.3, §5.4)."""
+"""The configuration-level plugin against the kubelet and API emulators.
+
+Rules: docs/design.md §5.3, §5.4.
+"""
 
 from __future__ import annotations
 

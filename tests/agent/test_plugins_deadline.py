@@ -1,4 +1,7 @@
-"""Allocate is bounded: an API that hangs fails one pod, it does not block the node (DESIGN §6)."""
+"""Allocate is bounded: an API that hangs fails one pod, it does not block the node.
+
+Rules: docs/design.md §6.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The instance-level plugin against the kubelet emulator and the API emulator (DESIGN §5.2)."""
+"""The instance-level plugin against the kubelet emulator and the API emulator.
+
+Rules: docs/design.md §5.2.
+"""
 
 from __future__ import annotations
 

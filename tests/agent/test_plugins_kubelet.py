@@ -1,4 +1,7 @@
-"""Plugins follow the kubelet: restarts, deleted sockets, cut streams, late kubelets (DESIGN §6)."""
+"""Plugins follow the kubelet: restarts, deleted sockets, cut streams, late kubelets.
+
+Rules: docs/design.md §6.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Four nodes racing for the slots of shared Instances never break the invariant (DESIGN §5.1).
+"""Four nodes racing for the slots of shared Instances never break the invariant
+(docs/design.md §5.1).
 
 Every round each node admits a pod at the same time, asking for an instance-level or the
 configuration-level resource; some pods then go away and their slots are reclaimed. After

@@ -1,4 +1,4 @@
-"""The slot reclaimer against the kubelet's PodResources and the API emulator (DESIGN §5.5).
+"""The slot reclaimer against the kubelet's PodResources and the API emulator (docs/design.md §5.5).
 
 Most tests drive single rounds with a hand-moved clock, so "after the grace period" is exact;
 one runs the reclaimer's own loop end to end.

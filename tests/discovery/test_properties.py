@@ -1,4 +1,4 @@
-"""discoveryProperties resolution rules (DESIGN §3), pure."""
+"""discoveryProperties resolution rules (docs/design.md §3), pure."""
 
 from __future__ import annotations
 

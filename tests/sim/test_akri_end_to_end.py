@@ -1,6 +1,6 @@
 """akri on the simulated cluster: real agents, real pods through the scheduler and kubelets.
 
-DESIGN §5.4's worked example, the Akri #843/#849 cases and the brokers, each checked through
+docs/design.md §5.4's worked example, the Akri #843/#849 cases and the brokers, each checked through
 what a user sees: Pods, Node capacity, Instances and Events read back from the API.
 """
 

@@ -1,4 +1,4 @@
-"""Names other components and nodes depend on (DESIGN §4)."""
+"""Names other components and nodes depend on (docs/design.md §4)."""
 
 from __future__ import annotations
 

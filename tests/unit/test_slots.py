@@ -1,4 +1,4 @@
-"""Rules of the capacity slot pool (DESIGN §5.2-5.5), one table row or scenario per rule."""
+"""Rules of the capacity slot pool (docs/design.md §5.2-5.5), one table row or scenario per rule."""
 
 from __future__ import annotations
 

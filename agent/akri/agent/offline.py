@@ -1,4 +1,4 @@
-"""Pure: the offline grace period of shared devices (DESIGN §6), on an injected clock.
+"""Pure: the offline grace period of shared devices (docs/design.md §6), on an injected clock.
 
 A shared device that drops out of the device list is usually a blip (a handler restarting, a
 camera rebooting); leaving its Instance at once would make the controller delete and recreate

@@ -2,7 +2,7 @@
 
 The publisher feeds in the merged device list and the cached Instances and writes what comes
 out; `joined` and `left` are also the guarded writes' mutations, so a conflict re-decides on the
-fresh Instance. Rules (DESIGN §3, §6):
+fresh Instance. Rules (docs/design.md §3, §6):
 
 - A shared device is one Instance cluster-wide that every node seeing it lists in `nodes`; a
   local device is one Instance per node.

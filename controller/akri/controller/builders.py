@@ -1,9 +1,10 @@
 """The objects the controller wants to exist, built from a Configuration and an Instance.
 
 Pure functions over the API models and plain dicts: every name, label, owner and the
-`{{PLACEHOLDER}}` rule of DESIGN §4 is decided here and nowhere else. Each built object carries a
-digest of what it was built from (`SPEC_HASH_ANNOTATION`), so the controller can tell an
-outdated broker from a current one without comparing fields the API server defaults.
+`{{PLACEHOLDER}}` rule of docs/design.md §4 is decided here and nowhere else. Each built
+object carries a digest of what it was built from (`SPEC_HASH_ANNOTATION`), so the
+controller can tell an outdated broker from a current one without comparing fields the API
+server defaults.
 """
 
 from __future__ import annotations

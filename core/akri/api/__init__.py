@@ -17,7 +17,13 @@ from akri.api.configuration import (
     PropertySource,
 )
 from akri.api.crd import crd_definitions, crd_files, definition
-from akri.api.instance import Instance, InstanceSpec, new_instance
+from akri.api.instance import (
+    Instance,
+    InstanceConditionType,
+    InstanceSpec,
+    InstanceStatus,
+    new_instance,
+)
 from akri.api.wire import (
     Condition,
     ConditionStatus,
@@ -39,7 +45,9 @@ __all__ = [
     "DiscoveryHandlerInfo",
     "DiscoveryProperty",
     "Instance",
+    "InstanceConditionType",
     "InstanceSpec",
+    "InstanceStatus",
     "KeySelector",
     "ObjectMeta",
     "OwnerReference",

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, Field
 
 from akri.api.configuration import Configuration
-from akri.api.wire import ObjectMeta, Resource, WireModel
+from akri.api.wire import Condition, ObjectMeta, Resource, WireModel
 from akri.naming import LABEL_CONFIGURATION, instance_name, slot_ids
 
 
@@ -38,12 +39,35 @@ class InstanceSpec(WireModel):
     """Slot id to holder: empty when free, `<node>`, or `C:<virtual device>:<node>`."""
 
 
+class InstanceConditionType(StrEnum):
+    """Condition types agents report on an Instance."""
+
+    SLOT_CONFLICT = "SlotConflict"
+    """A running container uses a slot that deviceUsage records for another holder."""
+    PLUGIN_UNAVAILABLE = "PluginUnavailable"
+    """A node cannot serve the Instance's device plugin to its kubelet."""
+
+
+class InstanceStatus(WireModel):
+    """Problems nodes observed with the Instance, for `kubectl describe`."""
+
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    """Current observations, at most one per type."""
+
+    def condition(self, type: str) -> Condition | None:
+        return next((c for c in self.conditions if c.type == type), None)
+
+
 class Instance(Resource):
     """A discovered device, shared by up to `capacity` pods."""
 
     plural: ClassVar[str] = "instances"
     kind: Literal["Instance"] = "Instance"
     spec: InstanceSpec
+    status: InstanceStatus | None = None
 
 
 def new_instance(

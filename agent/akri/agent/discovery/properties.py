@@ -1,6 +1,6 @@
 """Pure: resolve a Configuration's discoveryProperties to the bytes its handler receives.
 
-The rules of DESIGN §3: `value` wins over `valueFrom`; a Secret's `data` is base64 (its
+The rules of docs/design.md §3: `value` wins over `valueFrom`; a Secret's `data` is base64 (its
 `stringData` is write-only and never read back); a ConfigMap key comes from `data`, then from
 `binaryData` (base64); the namespace defaults to the Configuration's; a missing object or key is
 skipped when optional and otherwise an `InvalidProperties` error naming property and source.

@@ -1,4 +1,6 @@
-"""Device plugins: expose Instances to the kubelet and keep their slots honest (DESIGN §5, §6).
+"""Device plugins: expose Instances to the kubelet and keep their slots honest.
+
+Rules: docs/design.md §5, §6.
 
 The agent constructs one `Allocations`, a `PluginManager` and a `Reclaimer` sharing it, runs
 both `run()` methods in its task group, and calls `PluginManager.configurations_changed()` on

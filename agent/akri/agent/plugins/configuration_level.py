@@ -1,4 +1,4 @@
-"""The configuration-level plugin `akri.sh/<configuration>` (DESIGN §5.3).
+"""The configuration-level plugin `akri.sh/<configuration>` (docs/design.md §5.3).
 
 Its virtual devices are bound to slots only at Allocate. The engine decides over every
 Instance of the Configuration at once; the decision is written one Instance at a time, each

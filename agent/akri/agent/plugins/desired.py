@@ -1,4 +1,6 @@
-"""Which device plugins a node should run, decided from the Instances it sees (DESIGN §5.2, §5.3).
+"""Which device plugins a node should run, decided from the Instances it sees.
+
+Rules: docs/design.md §5.2, §5.3.
 
 Pure: the manager compares this answer with the plugins it runs and starts or stops the
 difference. An Instance is served only while its Configuration is known (its brokerProperties

@@ -1,4 +1,7 @@
-"""The instance-level plugin `akri.sh/<instance>`: one virtual device per slot (DESIGN §5.2)."""
+"""The instance-level plugin `akri.sh/<instance>`: one virtual device per slot.
+
+Rules: docs/design.md §5.2.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Keeps exactly the right device plugins alive on this node (DESIGN §5.2, §5.3, §6).
+"""Keeps exactly the right device plugins alive on this node (docs/design.md §5.2, §5.3, §6).
 
 Follows the Instance cache and the Configurations: an instance-level plugin for every Instance
 that lists this node, a configuration-level plugin for every Configuration with such an

@@ -1,4 +1,4 @@
-"""Frees slots this node holds that no container uses (DESIGN §5.5).
+"""Frees slots this node holds that no container uses (docs/design.md §5.5).
 
 The device-plugin API has no Deallocate, so the kubelet's PodResources `List` is the truth
 about which devices containers use. Every interval the reclaimer compares it with what the

@@ -1,4 +1,4 @@
-"""What a container receives from Allocate: env vars, mounts and device nodes (DESIGN §4).
+"""What a container receives from Allocate: env vars, mounts and device nodes (docs/design.md §4).
 
 Pure: the plugins pass the Instances each container was granted and get the response back,
 together with the properties that had to be left out, which the caller logs once.

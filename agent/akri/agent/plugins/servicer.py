@@ -6,7 +6,8 @@ for changes of its own Instances instead of polling. A plugin whose list follows
 (the configuration level) sends a list that only grows (a thousand devices found at start-up)
 at most every `send_interval`, so neither this agent nor the kubelet handles a thousand ever
 longer lists. A list that has lost a healthy device when the plugin wakes goes out at once: a
-slot taken elsewhere must reach the kubelet before it admits a pod onto that slot (DESIGN §5.3).
+slot taken elsewhere must reach the kubelet before it admits a pod onto that slot
+(docs/design.md §5.3).
 
 Allocate runs under a deadline because the kubelet sets none and a hung Allocate blocks every
 pod admission on the node; every failure becomes a gRPC error whose message says what went
