@@ -20,6 +20,8 @@ LABEL_INSTANCE = f"{GROUP}/instance"
 LABEL_TARGET_NODE = f"{GROUP}/target-node"
 LABEL_CONTROLLER = "controller"
 CONTROLLER_LABEL_VALUE = GROUP
+SLOTS_FINALIZER = f"{GROUP}/slots-in-use"
+"""On an Instance while a node holds one of its slots: deleting it waits until none is held."""
 
 MAX_RESOURCE_NAME_PART = 63  # the name part of an extended resource is a qualified name
 MAX_OBJECT_NAME = 253  # DNS-1123 subdomain, the limit for metadata.name

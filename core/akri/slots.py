@@ -12,7 +12,14 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from akri.naming import cl_device_id, cl_device_index, resource_name, slot_id, slot_index
+from akri.naming import (
+    SLOTS_FINALIZER,
+    cl_device_id,
+    cl_device_index,
+    resource_name,
+    slot_id,
+    slot_index,
+)
 
 _CL_TAG = "C"
 
@@ -118,6 +125,8 @@ class Instance:
     capacity: int
     nodes: tuple[str, ...] = ()
     usage: Mapping[str, str] = field(default_factory=dict)
+    terminating: bool = False
+    """Being deleted: its slots stay with their holders, and none is granted any more."""
 
     @cached_property
     def slots(self) -> dict[int, Holder]:
@@ -137,11 +146,19 @@ class Instance:
         return sum(holder != FREE for holder in self.slots.values())
 
     @cached_property
+    def in_use(self) -> bool:
+        """Whether some node holds a slot (corrupt values are no holder: nobody releases them)."""
+        return any(isinstance(h, NodeHolder | ConfigurationHolder) for h in self.slots.values())
+
+    @cached_property
     def grantable(self) -> tuple[int, ...]:
         """Free slots below capacity that may all be granted at once now, lowest first.
 
-        Fewer than the free slots when slots past a lowered capacity are still held.
+        Fewer than the free slots when slots past a lowered capacity are still held; none
+        while the Instance is being deleted.
         """
+        if self.terminating:
+            return ()
         free = [i for i in range(self.capacity) if self.slots.get(i, FREE) == FREE]
         return tuple(free[: max(self.capacity - self.held, 0)])
 
@@ -180,11 +197,13 @@ def il_health(instance: Instance, node: str) -> dict[str, bool]:
 
     Healthy slots are exactly what `allocate_il` grants, all at once: a free slot that would
     exceed capacity (held slots past a lowered capacity) is Unhealthy, not an admission error.
+    Nothing of an Instance being deleted is Healthy: its held slots go to no new container.
     """
     mine = NodeHolder(node)
     grantable = set(instance.grantable)
     return {
-        slot_id(instance.name, i): i in grantable or instance.slots.get(i) == mine
+        slot_id(instance.name, i): i in grantable
+        or (instance.slots.get(i) == mine and not instance.terminating)
         for i in range(instance.capacity)
     }
 
@@ -264,10 +283,11 @@ def cl_devices(
 
     The devices `node` holds plus new ids for the capacity it could still get from Instances it
     sees: one per Instance with a grantable slot when `unique`, else one per grantable slot.
+    Devices held in an Instance being deleted are left out: they go to no new container.
     Any set of the new ids fits one container, so a request that cannot fit stays Pending.
     """
     pool = _pool(configuration, instances).values()
-    held = _bindings(pool, node).keys()
+    held = _bindings([i for i in pool if not i.terminating], node).keys()
     visible = [i for i in pool if node in i.nodes]
     fresh = sum(min(len(i.grantable), 1) if unique else len(i.grantable) for i in visible)
     new: list[str] = []
@@ -367,24 +387,30 @@ def release(instance: Instance, node: str, only: Collection[Holding] | None = No
     return instance.with_slots(freed) if freed else instance
 
 
+def leave(instance: Instance, node: str) -> Instance:
+    """`instance` without `node` in `nodes`; the slots its containers hold stay theirs (§5.5)."""
+    return replace(instance, nodes=tuple(n for n in instance.nodes if n != node))
+
+
 def scrub_node(instance: Instance, node: str) -> Instance:
     """`instance` without a node that is gone: out of `nodes`, its slots freed."""
-    nodes = tuple(n for n in instance.nodes if n != node)
-    return replace(release(instance, node), nodes=nodes)
+    return leave(release(instance, node), node)
 
 
-def stale_holdings(
-    held: Iterable[Holding],
-    in_use: Collection[Holding],
-    unused_since: Mapping[Holding, float],
-    now: float,
-    grace: float,
-) -> tuple[set[Holding], dict[Holding, float]]:
-    """Which of this node's holdings to free, given what the kubelet reports in use.
+def disposable(instance: Instance) -> bool:
+    """Whether nothing keeps `instance`: no node sees its device and no node holds a slot."""
+    return not instance.nodes and not instance.in_use
 
-    A holding is stale once no container has used it for `grace` seconds. Returns the stale ones
-    and the new "unused since" map: use resets a timer, and holdings no longer held drop out.
-    Stale ones stay in the map so a failed release is retried at once.
+
+def finalizers(instance: Instance, current: Sequence[str]) -> list[str]:
+    """`current` with SLOTS_FINALIZER exactly while a node holds a slot of `instance`.
+
+    So deleting an Instance (by hand, or with its Configuration) waits until its slots are
+    released: the record of a slot never goes while a container may use it. The API refuses
+    new finalizers on an object being deleted, so none is added then.
     """
-    since = {h: unused_since.get(h, now) for h in held if h not in in_use}
-    return {h for h, t in since.items() if now - t >= grace}, since
+    if not instance.in_use:
+        return [f for f in current if f != SLOTS_FINALIZER]
+    if SLOTS_FINALIZER in current or instance.terminating:
+        return list(current)
+    return [*current, SLOTS_FINALIZER]

@@ -146,6 +146,8 @@ class AgentOptions:
     reclaim: bool = False
     """Run a reclaimer with a fast interval and `grace`."""
     grace: float = 0.2
+    interval: float = 0.05
+    """How often the reclaimer runs a round without being called."""
     allocate_timeout: float = 5.0
     clock: Callable[[], float] = time.monotonic
 
@@ -182,7 +184,7 @@ class Agent:
                 node,
                 kubelet.pod_resources_socket,
                 allocations=allocations,
-                interval=0.05,
+                interval=options.interval,
                 grace=options.grace,
                 clock=options.clock,
             )

@@ -9,7 +9,7 @@ import grpc
 import pytest
 
 from akri import naming, slots
-from akri.agent.plugins.pool import view
+from akri.api.pool import view
 from akri.sim.apiserver import ApiServer
 from akri.sim.kubelet import UNEXPECTED_ADMISSION_ERROR, AdmissionError, Container
 from tests.agent.conftest import Cluster, StartNode, allocate_error, configuration

@@ -11,10 +11,10 @@ import pytest
 from akri import slots
 from akri.agent.plugins.allocations import Allocations
 from akri.agent.plugins.once import OnceLog
-from akri.agent.plugins.pool import released, view, with_usage
 from akri.agent.plugins.reclaim import devices_in_use
 from akri.agent.plugins.sockets import MAX_SOCKET_PATH_BYTES, new_nonce, socket_name
 from akri.api import Instance, InstanceSpec, ObjectMeta
+from akri.api.pool import released, view, with_usage
 from akri.naming import digest
 from akri.proto.podresources.v1.api_pb2 import (
     ContainerDevices,
@@ -22,6 +22,7 @@ from akri.proto.podresources.v1.api_pb2 import (
     ListPodResourcesResponse,
     PodResources,
 )
+from akri.slot_sync import User
 from tests.agent.conftest import Clock
 
 DEVICE_PLUGINS = Path("/var/lib/kubelet/device-plugins")
@@ -105,10 +106,11 @@ def test_devices_in_use_are_the_akri_devices_of_listed_containers() -> None:
             )
         ]
     )
+    c, d = User("default", "p", "c"), User("default", "p", "d")
     assert devices_in_use(response) == {
-        slots.Holding("akri.sh/cfg", "cfg-0"),
-        slots.Holding("akri.sh/cfg-8120fe", "cfg-8120fe-0"),
-        slots.Holding("akri.sh/cfg-8120fe", "cfg-8120fe-1"),
+        slots.Holding("akri.sh/cfg", "cfg-0"): {c},
+        slots.Holding("akri.sh/cfg-8120fe", "cfg-8120fe-0"): {d},
+        slots.Holding("akri.sh/cfg-8120fe", "cfg-8120fe-1"): {d},
     }
 
 

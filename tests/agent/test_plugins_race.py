@@ -19,7 +19,7 @@ import pytest
 
 from akri import naming, slots
 from akri.agent.plugins import Reclaimer
-from akri.agent.plugins.pool import view
+from akri.api.pool import view
 from akri.sim.kubelet import AdmissionError, Container
 from tests.agent.conftest import AgentNode, Clock, Cluster, StartNode, configuration
 

@@ -1,14 +1,22 @@
 """The slot reclaimer against the kubelet's PodResources and the API emulator (docs/design.md §5.5).
 
-Most tests drive single rounds with a hand-moved clock, so "after the grace period" is exact;
-one runs the reclaimer's own loop end to end.
+Both ways: slots no container uses are freed after the grace period, and slots containers use
+that the record lost are recorded again (or reported when another holder has them). Most tests
+drive single rounds with a hand-moved clock, so "after the grace period" is exact; some run the
+reclaimer's own loop end to end.
 """
 
 from __future__ import annotations
 
+import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
 from akri import naming
 from akri.agent.plugins import Reclaimer
-from akri.sim.kubelet import Container
+from akri.agent.plugins.reclaim import Round
+from akri.kube.guarded import HTTP_NOT_FOUND
+from akri.sim.kubelet import AdmittedPod, Container
 from akri.slots import Holding
 from tests.agent.conftest import (
     AgentNode,
@@ -48,32 +56,44 @@ async def setup(
     return instance, nodes
 
 
+async def use_il(node: AgentNode, instance: str) -> tuple[str, AdmittedPod, str]:
+    """A pod using one instance-level slot: the resource, the pod and the slot."""
+    il = naming.resource_name(instance)
+    pod = await node.admit(Container("app", {il: 1}))
+    (slot,) = pod.ids("app", il)
+    return il, pod, slot
+
+
+async def use_both(node: AgentNode, instance: str) -> tuple[str, AdmittedPod, AdmittedPod]:
+    """One pod using an instance-level slot, then one using the other slot through the CL."""
+    il, first, _ = await use_il(node, instance)
+    await node.until_capacity(CL, 1, 1)  # the kubelet sees the slot left for CL
+    return il, first, await node.admit(Container("app", {CL: 1}))
+
+
 async def test_slots_of_a_removed_pod_are_freed_after_the_grace_period(
     cluster: Cluster, start_node: StartNode
 ) -> None:
     clock = Clock()
     instance, (node,) = await setup(cluster, start_node, clock, "node-a")
-    il = naming.resource_name(instance)
-    first = await node.admit(Container("app", {il: 1}))
-    await node.until_capacity(CL, 1, 1)  # the kubelet sees the slot left for CL
-    second = await node.admit(Container("app", {CL: 1}))
+    il, first, second = await use_both(node, instance)
     (slot,) = first.ids("app", il)
     (device,) = second.ids("app", CL)
     rounds = reclaimer(node, clock)
     clock.now += 2 * GRACE_S  # past the grace of the Allocates themselves
-    assert await rounds.reclaim() == []  # in use
+    assert (await rounds.reclaim()).freed == []  # in use
 
     for pod in (first, second):
         assert node.kubelet.remove_pod(pod.spec.uid)
-    assert await rounds.reclaim() == []  # first seen unused
+    assert (await rounds.reclaim()).freed == []  # first seen unused
     clock.now += GRACE_S - 1
-    assert await rounds.reclaim() == []
+    assert (await rounds.reclaim()).freed == []
     assert sorted((await cluster.usage(instance)).values()) == sorted(
         ["node-a", f"C:{device}:node-a"]
     )
     clock.now += 1
 
-    freed = await rounds.reclaim()
+    freed = (await rounds.reclaim()).freed
 
     assert set(freed) == {Holding(il, slot), Holding(CL, device)}
     assert set((await cluster.usage(instance)).values()) == {""}
@@ -95,7 +115,7 @@ async def test_slots_in_use_and_other_nodes_slots_are_never_freed(
 
     for _ in range(3):
         clock.now += 2 * GRACE_S
-        assert await rounds.reclaim() == []
+        assert (await rounds.reclaim()).freed == []
 
     assert await cluster.usage(instance) == usage
 
@@ -109,15 +129,15 @@ async def test_a_granted_slot_the_kubelet_has_not_reported_yet_is_kept_for_the_g
     il = naming.resource_name(instance)
     slot = naming.slot_id(instance, 1)
     rounds = reclaimer(node, clock)
-    assert await rounds.reclaim() == []
+    assert (await rounds.reclaim()).freed == []
 
     await allocate(node, il, [slot])  # straight to the plugin: PodResources never lists it
 
     clock.now += GRACE_S - 1
-    assert await rounds.reclaim() == []
+    assert (await rounds.reclaim()).freed == []
     assert (await cluster.usage(instance))[slot] == "node-a"
     clock.now += GRACE_S
-    assert await rounds.reclaim() == [Holding(il, slot)]
+    assert (await rounds.reclaim()).freed == [Holding(il, slot)]
 
 
 async def test_nothing_is_freed_while_pod_resources_does_not_answer(
@@ -125,20 +145,18 @@ async def test_nothing_is_freed_while_pod_resources_does_not_answer(
 ) -> None:
     clock = Clock()
     instance, (node,) = await setup(cluster, start_node, clock, "node-a")
-    il = naming.resource_name(instance)
-    pod = await node.admit(Container("app", {il: 1}))
-    (slot,) = pod.ids("app", il)
+    _, _, slot = await use_il(node, instance)
     rounds = reclaimer(node, clock)
     clock.now += 2 * GRACE_S
     await node.kubelet.stop()
 
     for _ in range(3):
         clock.now += 2 * GRACE_S
-        assert await rounds.reclaim() == []
+        assert (await rounds.reclaim()).freed == []
 
     assert (await cluster.usage(instance))[slot] == "node-a"
     await node.kubelet.start()
-    assert await rounds.reclaim() == []  # the pod is back in the list
+    assert (await rounds.reclaim()).freed == []  # the pod is back in the list
 
 
 async def test_the_reclaimer_loop_frees_what_a_removed_pod_held(
@@ -158,3 +176,119 @@ async def test_the_reclaimer_loop_frees_what_a_removed_pod_held(
         return set((await cluster.usage(instance)).values()) == {""}
 
     await eventually(all_free, "the slot to be freed")
+
+
+async def events(cluster: Cluster, pod: str) -> list[tuple[str, str]]:
+    found = await client.CoreV1Api(cluster.api).list_namespaced_event(
+        "default", field_selector=f"involvedObject.name={pod}"
+    )
+    return [(e.reason, e.message) for e in found.items]
+
+
+async def test_slots_in_use_that_the_record_lost_are_recorded_again(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    clock = Clock()
+    instance, (node,) = await setup(cluster, start_node, clock, "node-a")
+    il, first, second = await use_both(node, instance)
+    held = await cluster.usage(instance)
+    rounds = reclaimer(node, clock)
+    assert await rounds.reclaim() == Round()  # remembers the configuration-level binding
+
+    await cluster.change_instance(instance, device_usage={})
+
+    done = await rounds.reclaim()
+    assert set(done.recorded) == {
+        Holding(il, *first.ids("app", il)),
+        Holding(CL, *second.ids("app", CL)),
+    }
+    assert await cluster.usage(instance) == held
+    assert await rounds.reclaim() == Round()
+
+
+async def test_a_lost_slot_is_recorded_again_at_once_not_at_the_next_interval(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    cluster.set_configuration(CONFIG)
+    node = await start_node("node-a", reclaim=True, interval=3600.0)
+    instance = await cluster.create_instance(CONFIG, "foo0", ["node-a"])
+    await node.until_capacity(CL, 1, 1)
+    pod = await node.admit(Container("app", {CL: 1}))
+    (device,) = pod.ids("app", CL)
+
+    await cluster.change_instance(instance, device_usage={})
+
+    async def recorded() -> bool:
+        return set((await cluster.usage(instance)).values()) == {f"C:{device}:node-a"}
+
+    await eventually(recorded, "the slot to be recorded again")
+
+
+async def test_a_binding_nobody_remembers_is_reported_on_the_pod(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    """The record lost while the agent was down: the slot of a virtual device is not known."""
+    clock = Clock()
+    instance, (node,) = await setup(cluster, start_node, clock, "node-a")
+    pod = await node.admit(Container("app", {CL: 1}))
+    await node.restart_agent()
+    await cluster.change_instance(instance, device_usage={})
+    await node.until_capacity(CL, 1, 1)
+
+    done = await reclaimer(node, clock).reclaim()
+
+    assert done.unknown == [Holding(CL, *pod.ids("app", CL))]
+    told = await events(cluster, pod.spec.name)
+    assert [reason for reason, _ in told] == ["SlotNotRecorded"]
+    assert "container app of pod default/node-a-pod-1" in told[0][1]
+
+
+async def test_a_slot_in_use_held_by_another_node_is_reported_not_taken(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    clock = Clock()
+    instance, (node,) = await setup(cluster, start_node, clock, "node-a")
+    il, pod, slot = await use_il(node, instance)
+    await cluster.change_instance(instance, device_usage={slot: "node-z"})
+    rounds = reclaimer(node, clock)
+
+    for _ in range(2):
+        done = await rounds.reclaim()
+        assert [str(c.holder) for c in done.conflicts] == ["held by node node-z"]
+
+    assert await cluster.usage(instance) == {slot: "node-z"}
+    status = (await cluster.read(instance)).status
+    assert status is not None
+    condition = status.condition("SlotConflict")
+    assert condition is not None
+    assert condition.status == "True"
+    assert [reason for reason, _ in await events(cluster, pod.spec.name)] == ["SlotConflict"]
+
+    await cluster.change_instance(instance, device_usage={slot: ""})
+    assert (await rounds.reclaim()).recorded == [Holding(il, slot)]
+    status = (await cluster.read(instance)).status
+    assert status is not None
+    condition = status.condition("SlotConflict")
+    assert condition is not None
+    assert condition.status == "False"
+
+
+async def test_an_instance_kept_only_for_a_used_slot_goes_with_the_slot(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    clock = Clock()
+    instance, (node,) = await setup(cluster, start_node, clock, "node-a")
+    pod = await node.admit(Container("app", {CL: 1}))
+    await cluster.change_instance(instance, nodes=[])  # its device went offline everywhere
+    rounds = reclaimer(node, clock)
+    clock.now += 2 * GRACE_S
+    assert (await rounds.reclaim()).freed == []
+    assert node.kubelet.remove_pod(pod.spec.uid)
+    assert (await rounds.reclaim()).freed == []
+    clock.now += GRACE_S
+
+    assert len((await rounds.reclaim()).freed) == 1
+
+    with pytest.raises(ApiException) as gone:
+        await cluster.read(instance)
+    assert gone.value.status == HTTP_NOT_FOUND

@@ -222,31 +222,41 @@ def test_instances_without_this_node_are_not_left() -> None:
     assert not decide(cfg, NODE_A, [], [other])
 
 
-def test_leaving_frees_this_nodes_slots_only() -> None:
+HELD = {"cfg-8120fe-0": NODE_A, "cfg-8120fe-1": f"C:cfg-0:{NODE_A}", "cfg-8120fe-2": NODE_B}
+
+
+def test_leaving_keeps_the_slots_of_running_containers() -> None:
+    """docs/design.md §5.5: the device going offline does not stop the containers using it."""
     cfg = config(capacity=3)
-    instance = with_spec(
-        existing(cfg, NODE_A, "foo0"),
-        nodes=[NODE_A, NODE_B],
-        device_usage={
-            "cfg-8120fe-0": NODE_A,
-            "cfg-8120fe-1": f"C:cfg-0:{NODE_A}",
-            "cfg-8120fe-2": NODE_B,
-        },
-    )
+    instance = with_spec(existing(cfg, NODE_A, "foo0"), nodes=[NODE_A, NODE_B], device_usage=HELD)
     updated = left(instance, NODE_A)
     assert isinstance(updated, Instance)
     assert updated.spec.nodes == [NODE_B]
-    assert updated.spec.device_usage == {
-        "cfg-8120fe-0": "",
-        "cfg-8120fe-1": "",
-        "cfg-8120fe-2": NODE_B,
-    }
+    assert updated.spec.device_usage == HELD
 
 
 def test_the_last_node_deletes_at_the_version_it_saw() -> None:
     instance = stored(existing(config(), NODE_A, "foo0"), version=7)
     assert left(instance, NODE_A) == Delete("7")
     assert left(instance, NODE_B) is None
+
+
+@pytest.mark.parametrize("holder", [NODE_A, f"C:cfg-0:{NODE_A}", NODE_B])
+def test_the_last_node_keeps_an_instance_whose_slots_are_held(holder: str) -> None:
+    instance = stored(
+        with_spec(existing(config(), NODE_A, "foo0"), device_usage={"cfg-8120fe-0": holder}), 3
+    )
+    updated = left(instance, NODE_A)
+    assert isinstance(updated, Instance)
+    assert updated.spec.nodes == []
+    assert updated.spec.device_usage == {"cfg-8120fe-0": holder}
+
+
+def test_a_corrupt_slot_keeps_nothing() -> None:
+    instance = stored(
+        with_spec(existing(config(), NODE_A, "foo0"), device_usage={"cfg-8120fe-0": "C:x"}), 3
+    )
+    assert left(instance, NODE_A) == Delete("3")
 
 
 def test_two_nodes_leaving_at_once_end_in_one_delete() -> None:

@@ -234,3 +234,29 @@ async def _instance_count_is(api: client.ApiClient, count: int) -> bool:
         naming.GROUP, naming.VERSION, NAMESPACE, "configurations", "cam"
     )
     return bool((stored.get("status") or {}).get("instanceCount") == count)
+
+
+async def test_the_brokers_of_an_instance_being_deleted_go_first(
+    cluster: Cluster, plugins: Plugins
+) -> None:
+    """Its slots finalizer waits for them (docs/design.md §5.5); the collector would not."""
+    api = cluster.api_client()
+    configuration = await create_configuration(
+        api, configuration_body("cam", broker_pod_spec=pod_spec())
+    )
+    instance = await create_instance(api, configuration, "dev0", NODES)
+    name = instance.metadata.name or ""
+    await plugins.offer(instance, NODES)
+    await patch(api, "instances", name, {"metadata": {"finalizers": [naming.SLOTS_FINALIZER]}})
+
+    async with running(api):
+        await eventually(lambda: _count(pods(api), 2), "two brokers")
+        await client.CustomObjectsApi(api).delete_namespaced_custom_object(
+            naming.GROUP, naming.VERSION, NAMESPACE, "instances", name
+        )
+        await eventually(lambda: _count(pods(api), 0), "the brokers to be deleted")
+        await patch(api, "instances", name, {"metadata": {"finalizers": None}})
+
+
+async def _count(found: Awaitable[dict[str, Any]], count: int) -> bool:
+    return len(await found) == count

@@ -105,3 +105,36 @@ async def test_deleted_node_is_scrubbed_without_grace(api: client.ApiClient) -> 
 
 async def _gone(api: client.ApiClient, name: str) -> bool:
     return await read_instance(api, name) is None
+
+
+async def test_slots_other_nodes_hold_keep_the_instance_of_a_lost_node(
+    api: client.ApiClient,
+) -> None:
+    """docs/design.md §5.5: node-0's device is offline, but its container still uses a slot."""
+    configuration = await create_configuration(api, configuration_body("cam", capacity=2))
+    await client.CoreV1Api(api).create_node(
+        client.V1Node(metadata=client.V1ObjectMeta(name="node-0"))
+    )
+    kept = await create_instance(api, configuration, "dev0", ["vanished"])
+    freed = await create_instance(api, configuration, "dev1", ["vanished"])
+    kept_name, freed_name = kept.metadata.name or "", freed.metadata.name or ""
+    protected = {"metadata": {"finalizers": [naming.SLOTS_FINALIZER]}}
+    await hold(api, kept_name, {naming.slot_id(kept_name, 0): "vanished"})
+    await hold(api, kept_name, {naming.slot_id(kept_name, 1): "C:cam-0:node-0"})
+    await hold(api, freed_name, {naming.slot_id(freed_name, 0): "vanished"})
+    for name in (kept_name, freed_name):
+        await patch(api, "instances", name, protected)
+
+    async with running(api, Tuning(node_grace=300.0)):
+        await eventually(lambda: _gone(api, freed_name), "the Instance only the lost node used")
+
+        async def scrubbed() -> dict[str, Any] | None:
+            found = await read_instance(api, kept_name)
+            return found if found and found["spec"]["nodes"] == [] else None
+
+        found = await eventually(scrubbed, "the lost node to leave the other Instance")
+        assert found["spec"]["deviceUsage"] == {
+            naming.slot_id(kept_name, 0): "",
+            naming.slot_id(kept_name, 1): "C:cam-0:node-0",
+        }
+        assert found["metadata"]["finalizers"] == [naming.SLOTS_FINALIZER]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from akri.naming import SLOTS_FINALIZER
 from akri.slots import (
     FREE,
     AllocationError,
@@ -17,13 +20,15 @@ from akri.slots import (
     allocate_cl,
     allocate_il,
     cl_devices,
+    disposable,
+    finalizers,
     format_usage,
     holdings,
     il_health,
+    leave,
     parse_usage,
     release,
     scrub_node,
-    stale_holdings,
     usage_problems,
 )
 
@@ -397,26 +402,45 @@ def test_scrub_node_removes_it_from_nodes_and_frees_its_slots() -> None:
     assert scrub_node(scrubbed, "m") == scrubbed
 
 
-IL = Holding("akri.sh/cfg-a", "cfg-a-0")
-CL = Holding("akri.sh/cfg", "cfg-0")
+def test_leaving_keeps_the_slots_and_the_last_node_leaves_it_disposable_once_free() -> None:
+    a = inst("cfg-a", 3, "m", "C:cfg-0:n", nodes="n m")
+    assert leave(a, "m").nodes == ("n",)
+    assert leave(a, "m").usage == a.usage
+    gone = leave(leave(a, "m"), "n")
+    assert gone.nodes == ()
+    assert not disposable(gone)
+    assert disposable(release(release(gone, "m"), "n"))
+    assert disposable(Instance("cfg-b", CFG, 1, (), {"cfg-b-0": "C:x"}))  # nobody to wait for
 
 
-def test_reclaim_frees_holdings_unused_for_the_grace_period() -> None:
-    stale, since = stale_holdings({IL, CL}, {IL}, {}, now=100.0, grace=20.0)
-    assert (stale, since) == (set(), {CL: 100.0})
-    stale, since = stale_holdings({IL, CL}, {IL}, since, now=119.9, grace=20.0)
-    assert (stale, since) == (set(), {CL: 100.0})
-    stale, since = stale_holdings({IL, CL}, set(), since, now=120.0, grace=20.0)
-    assert (stale, since) == ({CL}, {CL: 100.0, IL: 120.0})
+def test_a_terminating_instance_keeps_its_holders_and_grants_nothing() -> None:
+    a = replace(inst("cfg-a", 3, "m"), terminating=True)
+    assert a.grantable == ()
+    assert set(il_health(a, "m").values()) == {False}
+    held = replace(inst("cfg-a", 1, "C:cfg-0:n"), terminating=True)
+    assert cl_devices(CFG, [held], "n", unique=False) == []
+    with pytest.raises(AllocationError):
+        allocate_il(a, "n", ["cfg-a-1"])
+    assert allocate_il(a, "m", ["cfg-a-0"]) is a  # the kubelet re-offering what m holds
+    assert allocate_cl(CFG, [held], "n", [["cfg-0"]], unique=True).instances == {}
 
 
-def test_reclaim_use_resets_the_timer_and_released_holdings_drop_out() -> None:
-    since = {IL: 0.0, CL: 0.0}
-    assert stale_holdings({IL, CL}, {CL}, since, now=10.0, grace=20.0) == (set(), {IL: 0.0})
-    assert stale_holdings({CL}, set(), {IL: 0.0}, now=30.0, grace=20.0) == (set(), {CL: 30.0})
-
-
-def test_reclaim_keeps_unwritten_releases_due() -> None:
-    stale, since = stale_holdings({CL}, set(), {CL: 0.0}, now=20.0, grace=20.0)
-    assert stale == {CL}
-    assert stale_holdings({CL}, set(), since, now=20.5, grace=20.0)[0] == {CL}
+@pytest.mark.parametrize(
+    ("usage", "terminating", "current", "expected"),
+    [
+        ((), False, [], []),
+        (("n",), False, [], [SLOTS_FINALIZER]),
+        (("", "C:cfg-0:n"), False, ["x"], ["x", SLOTS_FINALIZER]),
+        (("n",), False, [SLOTS_FINALIZER, "x"], [SLOTS_FINALIZER, "x"]),
+        (("",), False, ["x", SLOTS_FINALIZER], ["x"]),
+        (("C:x",), False, [SLOTS_FINALIZER], []),
+        (("n",), True, [SLOTS_FINALIZER], [SLOTS_FINALIZER]),
+        (("n",), True, ["x"], ["x"]),  # the API refuses new finalizers while deleting
+        ((), True, [SLOTS_FINALIZER], []),
+    ],
+)
+def test_the_slots_finalizer_is_there_exactly_while_a_slot_is_held(
+    usage: tuple[str, ...], terminating: bool, current: list[str], expected: list[str]
+) -> None:
+    instance = replace(inst("cfg-a", 2, *usage), terminating=terminating)
+    assert finalizers(instance, current) == expected

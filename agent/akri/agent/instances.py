@@ -21,7 +21,8 @@ from kubernetes_asyncio import client
 from pydantic import ValidationError
 
 from akri import naming
-from akri.api import Instance
+from akri.api import Instance, InstanceStatus
+from akri.api.pool import protected
 from akri.kube.guarded import CustomResource, GuardedWriter
 from akri.kube.reflector import EventType, Key, Object, Reflector, object_key
 
@@ -72,6 +73,7 @@ class InstanceCache:
         *,
         on_conflict: Callable[[], None] = lambda: None,
     ) -> None:
+        self.api_client = api_client
         custom = client.CustomObjectsApi(api_client)
         group, version, plural = INSTANCES.group, INSTANCES.version, INSTANCES.plural
         list_instances = (
@@ -122,24 +124,49 @@ class InstanceCache:
         """Create `instance`; raises ApiException 409 when it exists (another node was first)."""
         namespace = instance.metadata.namespace or "default"
         stored: Object = await self._custom.create_namespaced_custom_object(
-            INSTANCES.group, INSTANCES.version, namespace, INSTANCES.plural, instance.to_wire()
+            INSTANCES.group,
+            INSTANCES.version,
+            namespace,
+            INSTANCES.plural,
+            protected(instance).to_wire(),
         )
         return self._remember(stored)
 
     async def update(self, namespace: str, name: str, mutate: InstanceMutation) -> Instance | None:
         """Guarded read-modify-write; `mutate` returns the new Instance or None for no change.
 
-        Returns the Instance as stored, or None when it no longer exists.
+        Returns the Instance as stored, or None when it no longer exists. The slots finalizer
+        follows the written deviceUsage (`pool.protected`).
         """
 
         def on_wire(obj: Object) -> Object | None:
             changed = mutate(Instance.from_wire(obj))
-            return None if changed is None else changed.to_wire()
+            return None if changed is None else protected(changed).to_wire()
 
         known = self._parsed.get((namespace, name))
         cached = None if known is None else known.to_wire()
         stored = await self.writer.update(namespace, name, on_wire, cached=cached)
         return None if stored is None else self._remember(stored)
+
+    async def update_status(
+        self, namespace: str, name: str, mutate: Callable[[Instance], InstanceStatus | None]
+    ) -> None:
+        """Guarded write of the status subresource; `mutate` returns the new status or None."""
+
+        def on_wire(obj: Object) -> Object | None:
+            status = mutate(Instance.from_wire(obj))
+            if status is None:
+                return None
+            obj["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+            return obj
+
+        known = self._parsed.get((namespace, name))
+        cached = None if known is None else known.to_wire()
+        stored = await self.writer.update(
+            namespace, name, on_wire, cached=cached, subresource="status"
+        )
+        if stored is not None:
+            self._remember(stored)
 
     async def delete(self, namespace: str, name: str, resource_version: str) -> None:
         """Delete an Instance only if it is unchanged since it was read (a precondition)."""

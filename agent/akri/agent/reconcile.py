@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 
 from akri import slots
 from akri.agent.discovery.model import Device
-from akri.agent.plugins.pool import view
 from akri.agent.plugins.response import MAX_ENV_VALUE_BYTES
 from akri.api import Configuration, Instance, new_instance
+from akri.api.pool import view
 from akri.naming import instance_name, is_env_name, slot_id, slot_index
 
 MAX_PROPERTY_VALUE_BYTES = MAX_ENV_VALUE_BYTES
@@ -146,23 +146,25 @@ def joined(
 
 @dataclass(frozen=True)
 class Delete:
-    """Leaving would empty `nodes`: delete the Instance if it is still at this version."""
+    """Leaving would leave nothing to keep: delete the Instance if it is still at this version."""
 
     resource_version: str
 
 
 def left(instance: Instance, node: str) -> Instance | Delete | None:
-    """`instance` without `node` in `nodes` and with the slots `node` held freed; Delete when
-    `node` is the last node; None when `node` is not in it (or it is being deleted)."""
-    nodes = instance.spec.nodes
-    if node not in nodes or instance.metadata.deletion_timestamp is not None:
+    """`instance` without `node` in `nodes`; Delete when then no node sees the device and no
+    slot is held; None when `node` is not in it (or it is being deleted).
+
+    The slots `node` holds stay: they belong to its running containers, which a device gone
+    offline does not stop (docs/design.md §5.5). The reclaimer frees them once unused, and
+    an Instance kept only for them is deleted then.
+    """
+    if node not in instance.spec.nodes or instance.metadata.deletion_timestamp is not None:
         return None
-    if nodes == [node]:
+    after = slots.leave(view(instance), node)
+    if slots.disposable(after):
         return Delete(instance.metadata.resource_version or "")
-    freed = slots.scrub_node(view(instance), node)
-    spec = instance.spec.model_copy(
-        update={"nodes": list(freed.nodes), "device_usage": dict(freed.usage)}
-    )
+    spec = instance.spec.model_copy(update={"nodes": list(after.nodes)})
     return instance.model_copy(update={"spec": spec})
 
 

@@ -31,7 +31,7 @@ from akri.controller.cache import Cache
 from akri.controller.calls import call, error_message
 from akri.controller.conditions import BrokerOutcome
 from akri.controller.context import CONFIGURATION, INSTANCE, Context, owned_by
-from akri.controller.plan import Deletion, Plan, plan_brokers
+from akri.controller.plan import Deletion, Plan, Reason, plan_brokers
 from akri.controller.services import apply_service
 from akri.kube.events import record_event
 from akri.kube.guarded import HTTP_CONFLICT, HTTP_NOT_FOUND
@@ -107,12 +107,11 @@ async def reconcile_instance(ctx: Context, namespace: str, name: str) -> None:
         ctx.retries.forget(lambda key: key[:2] != (namespace, name))
         return
     instance = Instance.from_wire(obj)
+    if instance.metadata.deletion_timestamp is not None:
+        await _retire(ctx, obj, instance)
+        return
     configuration_obj = ctx.caches.configurations.get(namespace, instance.spec.configuration_name)
-    if (
-        configuration_obj is None
-        or configuration_obj["metadata"].get("deletionTimestamp")
-        or instance.metadata.deletion_timestamp is not None
-    ):
+    if configuration_obj is None or configuration_obj["metadata"].get("deletionTimestamp"):
         return  # garbage collection takes the Instance (and its brokers) with its Configuration
     configuration = Configuration.from_wire(configuration_obj)
     report = Report()
@@ -137,6 +136,24 @@ async def reconcile_instance(ctx: Context, namespace: str, name: str) -> None:
     await _record(ctx, obj, report)
     if report.recheck:
         ctx.queue.add_after((INSTANCE, namespace, name), min(report.recheck))
+
+
+async def _retire(ctx: Context, obj: Object, instance: Instance) -> None:
+    """Delete the brokers of an Instance being deleted.
+
+    Its slots finalizer keeps it until no container holds a slot (docs/design.md §5.5), and
+    garbage collection would take the brokers, which hold slots, only after it is gone.
+    """
+    namespace, name = instance.metadata.namespace or "default", instance.metadata.name or ""
+    report = Report()
+    for kind in broker_kinds(ctx):
+        for broker in kind.cache.by(INSTANCE, (namespace, name)):
+            if owned_by(broker, instance.metadata.uid) and not broker["metadata"].get(
+                "deletionTimestamp"
+            ):
+                deletion = Deletion(broker, Reason.NOT_WANTED, "the Instance is being deleted")
+                await _delete(ctx, kind, instance, deletion, report)
+    await _record(ctx, obj, report)
 
 
 async def _execute(

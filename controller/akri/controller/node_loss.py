@@ -2,8 +2,9 @@
 
 The write is the same resourceVersion-guarded read-modify-write the agents use
 (`GuardedWriter` + `akri.slots.scrub_node`), so it never undoes an agent's concurrent claim.
-An Instance left with no node is deleted with a resourceVersion precondition: if an agent added
-itself back meanwhile, the delete fails and the Instance stays.
+An Instance left with no node and no held slot is deleted with a resourceVersion precondition:
+if an agent added itself back meanwhile, the delete fails and the Instance stays. One whose
+slots other nodes' containers still hold stays until their agents free them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri import naming
 from akri.api import Instance
+from akri.api.pool import view
 from akri.controller.brokers import COMPONENT
 from akri.controller.calls import call
 from akri.controller.context import NODE, Context
@@ -27,8 +29,7 @@ from akri.kube.guarded import (
     GuardedWriter,
     Object,
 )
-from akri.slots import Instance as PoolInstance
-from akri.slots import scrub_node
+from akri.slots import disposable, finalizers, scrub_node
 
 log = logging.getLogger(__name__)
 
@@ -36,26 +37,21 @@ INSTANCES = CustomResource(naming.GROUP, naming.VERSION, Instance.plural)
 DELETE_ATTEMPTS = 5
 
 
-def pool_instance(obj: Object) -> PoolInstance:
-    """What `akri.slots` needs of an Instance object."""
-    spec = obj["spec"]
-    return PoolInstance(
-        name=obj["metadata"]["name"],
-        configuration=spec["configurationName"],
-        capacity=spec.get("capacity", 1),
-        nodes=tuple(spec.get("nodes") or ()),
-        usage=dict(spec.get("deviceUsage") or {}),
-    )
-
-
 def scrubbed(obj: Object, node: str) -> Object | None:
-    """`obj` without `node` (out of nodes, its slots freed); None when it has nothing of it."""
-    before = pool_instance(obj)
+    """`obj` without `node` (out of nodes, its slots freed); None when it has nothing of it.
+
+    The slots finalizer follows: an Instance whose last holder was the lost node may go.
+    """
+    instance = Instance.from_wire(obj)
+    before = view(instance)
     after = scrub_node(before, node)
     if after == before:
         return None
     obj["spec"]["nodes"] = list(after.nodes)
     obj["spec"]["deviceUsage"] = dict(after.usage)
+    wanted = finalizers(after, instance.metadata.finalizers)
+    if wanted != instance.metadata.finalizers:
+        obj["metadata"]["finalizers"] = wanted
     return obj
 
 
@@ -85,15 +81,21 @@ async def reconcile_node(ctx: Context, watch: NodeWatch, name: str) -> None:
             continue
         log.info("node %s is lost: removed from Instance %s/%s", name, namespace, instance)
         await _event(ctx, stored, f"node {name} is lost: removed from nodes, its slots freed")
-        if not stored["spec"].get("nodes"):
-            await _delete_if_empty(ctx, writer, stored)
+        if _disposable(stored):
+            await _delete_if_disposable(ctx, writer, stored)
 
 
-async def _delete_if_empty(ctx: Context, writer: GuardedWriter, obj: Object) -> None:
-    """Delete `obj` while it still has no node; re-read and decide again on a conflict."""
+def _disposable(obj: Object) -> bool:
+    """No node sees the device and no node holds a slot (a live Instance only)."""
+    instance = Instance.from_wire(obj)
+    return instance.metadata.deletion_timestamp is None and disposable(view(instance))
+
+
+async def _delete_if_disposable(ctx: Context, writer: GuardedWriter, obj: Object) -> None:
+    """Delete `obj` while nothing keeps it; re-read and decide again on a conflict."""
     current: Object | None = obj
     for _ in range(DELETE_ATTEMPTS):
-        if current is None or current["spec"].get("nodes"):
+        if current is None or not _disposable(current):
             return
         metadata = current["metadata"]
         preconditions = {"resourceVersion": metadata["resourceVersion"], "uid": metadata["uid"]}

@@ -1,18 +1,23 @@
-"""What this node's Allocates granted lately, and the lock that orders them against reclaiming.
+"""What this node's Allocates granted, and the lock that orders them against reclaiming.
 
 The kubelet records a container's devices only after Allocate returns, and PodResources shows
 them only then. Allocate holds `lock` while it decides and writes and notes what it granted;
 the reclaimer holds it while it frees slots and counts a grant as a use at the time of the
 grant. A slot the kubelet was just given is therefore never freed before the kubelet could
 report it, and one it never recorded (its Allocate timed out) is freed like any unused one.
+
+It also remembers which slot each configuration-level virtual device was bound to: only
+`deviceUsage` says so, and when that record is lost the slot must still be found again for
+the container using it (docs/design.md §5.5).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 
+from akri.slot_sync import SlotRef
 from akri.slots import Holding
 
 
@@ -21,6 +26,7 @@ class Allocations:
         self.lock = asyncio.Lock()
         self._clock = clock
         self._granted: dict[Holding, float] = {}
+        self._bindings: dict[Holding, SlotRef] = {}
 
     def granted(self, holdings: Iterable[Holding]) -> None:
         """Allocate gave these to the kubelet just now (re-offers included)."""
@@ -33,3 +39,13 @@ class Allocations:
         cutoff = self._clock() - seconds
         self._granted = {h: t for h, t in self._granted.items() if t >= cutoff}
         return dict(self._granted)
+
+    def bound(self, bindings: Mapping[Holding, SlotRef]) -> None:
+        """These holdings are recorded in these slots (by an Allocate, or as the cache shows)."""
+        self._bindings.update(bindings)
+
+    def bindings(self, keep: Collection[Holding] | None = None) -> dict[Holding, SlotRef]:
+        """The remembered slot of every holding, after forgetting those not in `keep`."""
+        if keep is not None:
+            self._bindings = {h: s for h, s in self._bindings.items() if h in keep}
+        return dict(self._bindings)

@@ -14,10 +14,12 @@ from collections.abc import Collection, Sequence
 
 from akri import slots
 from akri.agent.instances import Topic, configuration_topic
-from akri.agent.plugins.pool import released, view, with_usage
 from akri.agent.plugins.servicer import PluginServicer
 from akri.api import Instance
+from akri.api.pool import released, view, with_usage
+from akri.naming import slot_index
 from akri.proto.deviceplugin.v1beta1.api_pb2 import AllocateResponse
+from akri.slot_sync import SlotRef
 
 
 def _apply_if_unchanged(
@@ -54,6 +56,14 @@ class ConfigurationPlugin(PluginServicer):
                 await self._give_back(requested - held)
                 raise
             self.env.allocations.granted(requested)
+            self.env.allocations.bound(
+                {
+                    slots.Holding(self.spec.resource, b.device): SlotRef(b.instance, index)
+                    for bindings in decision.containers
+                    for b in bindings
+                    if (index := slot_index(b.instance, b.slot)) is not None
+                }
+            )
         instances = self._instances()
         granted = [[binding.instance for binding in bindings] for bindings in decision.containers]
         return self.respond(granted, instances, self.spec.name)

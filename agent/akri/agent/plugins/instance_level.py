@@ -9,10 +9,12 @@ from collections.abc import Sequence
 
 from akri import slots
 from akri.agent.instances import Topic, instance_topic
-from akri.agent.plugins.pool import view, with_usage
 from akri.agent.plugins.servicer import PluginServicer
 from akri.api import Instance
+from akri.api.pool import view, with_usage
+from akri.naming import slot_index
 from akri.proto.deviceplugin.v1beta1.api_pb2 import AllocateResponse
+from akri.slot_sync import SlotRef
 
 
 class InstancePlugin(PluginServicer):
@@ -36,5 +38,12 @@ class InstancePlugin(PluginServicer):
             if stored is None:
                 raise slots.AllocationError(f"Instance {self.spec.namespace}/{name} is gone")
             self.env.allocations.granted(slots.Holding(self.spec.resource, s) for s in requested)
+            self.env.allocations.bound(
+                {
+                    slots.Holding(self.spec.resource, s): SlotRef(name, index)
+                    for s in requested
+                    if (index := slot_index(name, s)) is not None
+                }
+            )
         granted = [[name] * len(ids) for ids in containers]
         return self.respond(granted, {name: stored}, stored.spec.configuration_name)

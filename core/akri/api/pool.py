@@ -10,7 +10,7 @@ import weakref
 from collections.abc import Collection, Mapping
 
 from akri import slots
-from akri.api import Instance
+from akri.api.instance import Instance
 
 _views: dict[int, tuple[weakref.ref[Instance], slots.Instance]] = {}
 
@@ -33,6 +33,7 @@ def view(instance: Instance) -> slots.Instance:
         capacity=spec.capacity,
         nodes=tuple(spec.nodes),
         usage=dict(spec.device_usage),
+        terminating=instance.metadata.deletion_timestamp is not None,
     )
     _views[key] = (weakref.ref(instance, lambda _: _views.pop(key, None)), made)
     return made
@@ -49,3 +50,17 @@ def with_usage(instance: Instance, usage: Mapping[str, str]) -> Instance | None:
 def released(instance: Instance, node: str, only: Collection[slots.Holding]) -> Instance | None:
     """`instance` without the holdings of `node` in `only`, or None when it holds none of them."""
     return with_usage(instance, slots.release(view(instance), node, only).usage)
+
+
+def protected(instance: Instance) -> Instance:
+    """`instance` with the slots finalizer exactly while a node holds one of its slots.
+
+    Every Instance the agent writes passes through here, so an Instance whose slots are in use
+    cannot vanish with its record (docs/design.md §5.5).
+    """
+    current = instance.metadata.finalizers
+    wanted = slots.finalizers(view(instance), current)
+    if wanted == current:
+        return instance
+    metadata = instance.metadata.model_copy(update={"finalizers": wanted})
+    return instance.model_copy(update={"metadata": metadata})
