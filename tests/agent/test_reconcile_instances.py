@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from akri.agent.discovery.model import Device
 from akri.agent.reconcile import (
+    MAX_PROPERTIES_BYTES,
     MAX_PROPERTY_VALUE_BYTES,
     Delete,
     Plan,
@@ -319,6 +320,18 @@ def test_huge_values_are_dropped_and_odd_keys_kept_with_a_warning() -> None:
     assert "'BLOB' dropped" in result.problems[0]
     assert "'not-env' is not an env var name" in result.problems[1]
     assert usable_properties(device("d", OK="1")).problems == []
+
+
+def test_properties_past_the_total_limit_are_dropped_in_key_order() -> None:
+    value = "v" * (MAX_PROPERTY_VALUE_BYTES - 3)  # with its 3-character key: the value limit
+    count = MAX_PROPERTIES_BYTES // MAX_PROPERTY_VALUE_BYTES
+    many = {f"K{i:02}": value for i in range(count + 3)}
+    result = usable_properties(device("d", **many))
+    assert list(result.properties) == [f"K{i:02}" for i in range(count)]
+    assert result.problems == [
+        f"device 'd': property 'K{count:02}' and those after it dropped: the properties pass "
+        f"{MAX_PROPERTIES_BYTES} bytes in all"
+    ]
 
 
 def test_property_problems_are_reported_with_the_wanted_instances() -> None:

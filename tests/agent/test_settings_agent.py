@@ -109,3 +109,22 @@ def test_a_missing_node_name_is_required(environ: pytest.MonkeyPatch) -> None:
         "AGENT_NODE_NAME: is required",
         "OFFLINE_GRACE: 'soon' is not a duration (use e.g. 300s, 5m, 1.5s, 250ms or plain seconds)",
     ]
+
+
+@pytest.mark.parametrize("variable", ["DEVICE_PLUGINS_DIR", "DISCOVERY_HANDLERS_DIRECTORY"])
+def test_a_socket_directory_every_user_may_write_is_refused(
+    environ: pytest.MonkeyPatch, tmp_path: Path, variable: str
+) -> None:
+    directory = tmp_path / "sockets"
+    directory.mkdir()
+    directory.chmod(0o1777)  # like /tmp: the sticky bit keeps files, not the names free
+    environ.setenv(variable, str(directory))
+    with pytest.raises(SettingsError) as raised:
+        load_settings()
+    assert str(raised.value) == (
+        f"{variable}: {directory} is writable by every user (mode drwxrwxrwt): "
+        "anyone could replace the sockets served there; allow writes by its owner only "
+        "(chmod o-w)"
+    )
+    directory.chmod(0o775)
+    assert load_settings()

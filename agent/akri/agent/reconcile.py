@@ -30,6 +30,9 @@ from akri.naming import instance_name, is_env_name, slot_id, slot_index
 MAX_PROPERTY_VALUE_BYTES = MAX_ENV_VALUE_BYTES
 """Larger device property values are dropped: Allocate would drop them anyway, and a few huge
 values would bloat every Instance write and watch event."""
+MAX_PROPERTIES_BYTES = 256 * 1024
+"""Properties past this many bytes (keys and values, in key order) are dropped: the API refuses
+objects over 1.5 MiB, and a device that can never be written would be retried forever."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ def usable_properties(device: Device) -> Filtered:
     """The device's properties an Instance may carry, and what is wrong with the others."""
     kept: dict[str, str] = {}
     problems = []
+    total = 0
     for key in sorted(device.properties):
         value = device.properties[key]
         size = len(value.encode())
@@ -52,6 +56,13 @@ def usable_properties(device: Device) -> Filtered:
                 f"(limit {MAX_PROPERTY_VALUE_BYTES})"
             )
             continue
+        total += size + len(key.encode())
+        if total > MAX_PROPERTIES_BYTES:
+            problems.append(
+                f"device {device.id!r}: property {key!r} and those after it dropped: the "
+                f"properties pass {MAX_PROPERTIES_BYTES} bytes in all"
+            )
+            break
         if not is_env_name(key):
             problems.append(
                 f"device {device.id!r}: property {key!r} is not an env var name; "

@@ -20,6 +20,7 @@ from akri.naming import MAX_OBJECT_NAME
 from akri.proto.deviceplugin.v1beta1.constants import DEVICE_PLUGIN_PATH
 from akri.proto.podresources.v1.constants import POD_RESOURCES_SOCKET
 from akri.settings import load
+from akri.unix_sockets import directory_problem
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -40,6 +41,16 @@ def _flag(value: object) -> object:
 PositiveDuration = Annotated[Duration, Field(gt=0)]
 
 
+def _safe_directory(directory: Path) -> Path:
+    if (problem := directory_problem(directory)) is not None:
+        raise ValueError(problem)
+    return directory
+
+
+SocketDirectory = Annotated[Path, AfterValidator(_safe_directory)]
+"""Where the agent serves sockets: refused when every user may write there."""
+
+
 class AgentSettings(BaseSettings):
     """One field per environment variable: `agent_node_name` is read from AGENT_NODE_NAME."""
 
@@ -51,11 +62,11 @@ class AgentSettings(BaseSettings):
     """Follow Configurations and Instances of this namespace only; all namespaces when unset."""
     kubeconfig: FilePath | None = None
     """A kubeconfig file; the in-cluster service account when unset."""
-    device_plugins_dir: Path = Path(DEVICE_PLUGIN_PATH)
+    device_plugins_dir: SocketDirectory = Field(Path(DEVICE_PLUGIN_PATH), validate_default=True)
     """Where the kubelet's kubelet.sock is and the device plugins' sockets go."""
     pod_resources_socket: Path = Path(POD_RESOURCES_SOCKET)
     """The kubelet's PodResources socket, to see which slots containers still use."""
-    discovery_handlers_directory: Path = DEFAULT_DIRECTORY
+    discovery_handlers_directory: SocketDirectory = Field(DEFAULT_DIRECTORY, validate_default=True)
     """Where agent-registration.sock is served for external discovery handlers."""
     enable_debug_echo: str | None = None
     """Any value, even empty, embeds the debugEcho handler (as in Akri)."""

@@ -16,6 +16,19 @@ from akri.agent.discovery.model import InvalidDetails
 Model = TypeVar("Model", bound=BaseModel)
 
 
+class _NoAliases(yaml.SafeLoader):
+    """Safe YAML without anchors and aliases: a few hundred bytes of nested aliases expand to
+    billions of nodes ("billion laughs"), which validating would never finish."""
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not allowed", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+
 def problems(error: ValidationError) -> str:
     """One `field.path: message` per problem, joined, for a condition message."""
     return "; ".join(
@@ -26,7 +39,7 @@ def problems(error: ValidationError) -> str:
 def parse_details(handler: str, details: str, model: type[Model], example: str) -> Model:
     """`details` as `model`; an empty string means all defaults (Akri's CRD default is "")."""
     try:
-        raw = yaml.safe_load(details)
+        raw = yaml.load(details, Loader=_NoAliases)  # a SafeLoader
     except yaml.YAMLError as error:
         raise InvalidDetails(f"{handler} discoveryDetails are not valid YAML: {error}") from None
     if raw is None:

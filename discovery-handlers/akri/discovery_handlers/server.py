@@ -31,6 +31,7 @@ from akri.proto.discovery.v0.discovery_pb2_grpc import (
     add_DiscoveryHandlerServicer_to_server,
 )
 from akri.service import Service
+from akri.unix_sockets import add_port
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ async def serve(handler: DiscoveryHandler, address: str) -> tuple[grpc.aio.Serve
     """A started server for `handler` on a gRPC `address`, and the port it bound (0 for UDS)."""
     server = grpc.aio.server()
     add_DiscoveryHandlerServicer_to_server(HandlerServicer(handler), server)
-    port = server.add_insecure_port(address)
+    port = add_port(server, address)
     await server.start()
     return server, port
 

@@ -22,11 +22,14 @@ from akri.proto.discovery.v0.discovery_pb2_grpc import (
     add_RegistrationServicer_to_server,
 )
 from akri.service import Service
+from akri.unix_sockets import add_port
 
 log = logging.getLogger(__name__)
 
 DEFAULT_DIRECTORY = Path("/var/lib/akri")
 REGISTRATION_SOCKET = "agent-registration.sock"
+MAX_REQUEST_BYTES = 64 * 1024
+"""A registration is a name and an endpoint; anything much larger is refused unread."""
 
 
 def registration_socket(directory: Path) -> Path:
@@ -72,9 +75,9 @@ class RegistrationServer(Service):
         """Bind a fresh socket: a stale file from a previous agent would refuse connections."""
         self.socket.parent.mkdir(parents=True, exist_ok=True)
         self.socket.unlink(missing_ok=True)
-        server = grpc.aio.server()
+        server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES)])
         add_RegistrationServicer_to_server(_Registration(self._registry), server)
-        server.add_insecure_port(f"unix://{self.socket}")
+        add_port(server, f"unix://{self.socket}")
         await server.start()
         self._server = server
         log.info("serving discovery handler registration on %s", self.socket)

@@ -26,6 +26,7 @@ from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import (
     add_DevicePluginServicer_to_server,
 )
 from akri.proto.deviceplugin.v1beta1.constants import VERSION
+from akri.unix_sockets import add_port
 
 if TYPE_CHECKING:  # the async stub type exists only in the generated typing stubs
     from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import RegistrationAsyncStub
@@ -72,7 +73,7 @@ class PluginServer:
         self.socket.parent.mkdir(parents=True, exist_ok=True)
         server = grpc.aio.server()
         server.add_generic_rpc_handlers(_generic_handlers(self._servicer))
-        server.add_insecure_port(f"unix://{self.socket}")
+        add_port(server, f"unix://{self.socket}")
         await server.start()
         self._server = server
         log.debug("%s served on %s", self.resource, self.socket)

@@ -1,0 +1,45 @@
+"""The unix sockets akri-py serves: owner-only, in directories no other user may write.
+
+Anyone who can connect to a plugin socket can take slots, and anyone who can write to its
+directory can put a socket of their own in its place; so every socket is made owner-only
+(the kubelet and the agent run as root) before its server accepts a connection, and the agent
+refuses directories that every user may write.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import grpc
+
+OWNER_ONLY = 0o600
+UNIX = "unix://"
+
+
+def add_port(server: grpc.aio.Server, address: str) -> int:
+    """`server.add_insecure_port(address)`; a unix socket becomes owner-only at once.
+
+    grpc binds in add_insecure_port but accepts only once started, so the mode is set before
+    anyone can be served.
+    """
+    port = server.add_insecure_port(address)
+    if address.startswith(UNIX):
+        os.chmod(address.removeprefix(UNIX), OWNER_ONLY)
+    return port
+
+
+def directory_problem(directory: Path) -> str | None:
+    """Why sockets must not be served in `directory`, or None. A missing one is made later
+    with the process's own permissions, so it is fine."""
+    try:
+        mode = directory.stat().st_mode
+    except FileNotFoundError:
+        return None
+    if mode & stat.S_IWOTH:
+        return (
+            f"{directory} is writable by every user (mode {stat.filemode(mode)}): anyone could "
+            "replace the sockets served there; allow writes by its owner only (chmod o-w)"
+        )
+    return None
