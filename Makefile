@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 SOURCES = $(wildcard core sim agent controller discovery-handlers tests bench)
 PYTEST_ARGS ?=
 
-.PHONY: install sim test test-slow lint types imports pytest umockdev format protos crds bench clean
+.PHONY: install sim test test-slow lint types imports pytest umockdev format protos crds bench report clean
 
 ROOTS := core sim agent controller discovery-handlers
 
@@ -65,6 +65,10 @@ crds: $(STAMP)
 
 bench: $(STAMP)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# Every benchmark, into one table in docs/performance.md.
+report: $(STAMP)
+	$(BIN)/python bench/report.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis

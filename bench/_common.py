@@ -32,6 +32,7 @@ from akri.api import Instance, crd_definitions
 from akri.sim.apiserver import ApiServer
 from akri.sim.apiserver.faults import FaultRule
 from akri.sim.kubelet import Kubelet
+from akri.sim.report import Row, row_line
 
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete")
 WRITES = ("create", "update", "patch", "delete")
@@ -92,6 +93,12 @@ def summary(*tables: Sequence[tuple[str, Any]]) -> str:
     missed = [name for name, value in judged if str(value).startswith("NOT")]
     line = f"summary: {len(judged) - len(missed)} of {len(judged)} targets met"
     return line + (f"; not met: {'; '.join(missed)}" if missed else "")
+
+
+def report(*rows: Row) -> None:
+    """Print rows for `make report` (docs/performance.md); see `akri.sim.report` for the format."""
+    for row in rows:
+        print(row_line(row), flush=True)
 
 
 def table(rows: Sequence[tuple[str, Any]], title: str | None = None) -> str:
