@@ -1,0 +1,167 @@
+"""Pure: an Instance as DRA devices, and a Configuration as its DeviceClass (docs/design.md §8a).
+
+`uniqueDevices: true`: one device per Instance that several claims may share
+(`allowMultipleAllocations`) until its consumable capacity `akri.sh/slots` (= `capacity`, one
+slot per allocation by default) is used up, so N devices of a request are N distinct Instances.
+`uniqueDevices: false`: `capacity` single-allocation devices per Instance, one per slot, named as
+the slot ids of docs/design.md §4, so one request may take several slots of one Instance.
+
+Limits are those of `resource.k8s.io/v1` (k8s.io/api/resource/v1/types.go): attribute and
+capacity names are C identifiers of at most 32 characters in the driver's domain, string values
+at most 64 characters, at most 32 attributes and capacities per device.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from akri.api import Configuration, Instance
+from akri.naming import GROUP, dns_label, resource_name, slot_ids
+
+JSON = dict[str, Any]
+
+DRIVER = GROUP
+"""The DRA driver name of every akri-py device."""
+API_VERSION = "resource.k8s.io/v1"
+SLOTS = "slots"
+"""The consumable capacity of a shared device, `akri.sh/slots` (the driver's domain)."""
+OFFLINE_TAINT = f"{GROUP}/offline"
+"""Device taint of a device its node has lost but whose Instance still exists."""
+ATTRIBUTE_CONFIGURATION = "configuration"
+ATTRIBUTE_HANDLER = "handler"
+ATTRIBUTE_INSTANCE = "instance"
+MAX_ID_LENGTH = 32  # resourceapi.DeviceMaxIDLength
+MAX_VALUE_LENGTH = 64  # resourceapi.DeviceAttributeMaxValueLength
+MAX_ATTRIBUTES_AND_CAPACITIES = 32  # resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice
+
+_C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_OWN_ATTRIBUTES = (ATTRIBUTE_CONFIGURATION, ATTRIBUTE_HANDLER, ATTRIBUTE_INSTANCE)
+
+
+def device_class_name(configuration: str) -> str:
+    """The DeviceClass of a Configuration's devices: `<configuration>.akri.sh`."""
+    return f"{configuration}.{GROUP}"
+
+
+def class_selector(configuration: str) -> str:
+    """CEL selecting the devices of one Configuration."""
+    return (
+        f'device.driver == "{DRIVER}" && '
+        f'device.attributes["{DRIVER}"].{ATTRIBUTE_CONFIGURATION} == "{configuration}"'
+    )
+
+
+def instance_selector(instance: str) -> str:
+    """CEL selecting the device(s) of one Instance, for per-Instance ResourceClaims."""
+    return f'device.attributes["{DRIVER}"].{ATTRIBUTE_INSTANCE} == "{instance}"'
+
+
+def device_class(configuration: Configuration, labels: dict[str, str]) -> JSON:
+    """The DeviceClass that turns `akri.sh/<configuration>: N` pod limits into claims.
+
+    Cluster-scoped, so it cannot be owned by the namespaced Configuration: the controller
+    deletes it with the Configuration, finding it by `labels`.
+    """
+    name = configuration.metadata.name or ""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "DeviceClass",
+        "metadata": {"name": device_class_name(name), "labels": dict(labels)},
+        "spec": {
+            "selectors": [{"cel": {"expression": class_selector(name)}}],
+            "extendedResourceName": resource_name(name),
+        },
+    }
+
+
+@dataclass
+class Devices:
+    """The devices of one Instance and the broker properties that could not be attributes."""
+
+    devices: list[JSON] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def property_attribute_problem(name: str, value: str) -> str | None:
+    """Why a broker property cannot be a device attribute, or None when it can."""
+    if not _C_IDENTIFIER.match(name) or len(name) > MAX_ID_LENGTH:
+        return f"{name!r} is not a C identifier of at most {MAX_ID_LENGTH} characters"
+    if name in _OWN_ATTRIBUTES:
+        return f"{name!r} is an attribute of akri-py itself"
+    if len(value) > MAX_VALUE_LENGTH:
+        return f"the value of {name!r} is over {MAX_VALUE_LENGTH} characters"
+    return None
+
+
+def _attributes(instance: Instance, handler: str, skipped: list[str]) -> JSON:
+    attributes: JSON = {
+        ATTRIBUTE_CONFIGURATION: {"string": instance.spec.configuration_name},
+        ATTRIBUTE_HANDLER: {"string": handler},
+        ATTRIBUTE_INSTANCE: {"string": instance.metadata.name},
+    }
+    room = MAX_ATTRIBUTES_AND_CAPACITIES - len(attributes) - 1  # one capacity at most
+    for name, value in sorted(instance.spec.broker_properties.items()):
+        problem = property_attribute_problem(name, value)
+        if problem is None and room == 0:
+            problem = f"{name!r} is over the limit of attributes per device"
+        if problem is not None:
+            skipped.append(problem)
+            continue
+        attributes[name] = {"string": value}
+        room -= 1
+    return attributes
+
+
+def node_selector(nodes: list[str]) -> JSON:
+    """A node selector matching exactly `nodes` by name."""
+    term = {"key": "metadata.name", "operator": "In", "values": sorted(nodes)}
+    return {"nodeSelectorTerms": [{"matchFields": [term]}]}
+
+
+def instance_devices(
+    instance: Instance,
+    *,
+    handler: str,
+    unique: bool,
+    per_device_nodes: bool,
+    offline: bool = False,
+) -> Devices:
+    """The DRA devices of `instance`.
+
+    `per_device_nodes`: the device is in a pool shared by several nodes and carries its own
+    node selector (`Instance.spec.nodes`); an Instance that no node sees has no device then.
+    `offline`: the node lost the device but the Instance remains; the device is tainted
+    NoSchedule so nothing new is allocated on it while pods using it keep running.
+    """
+    result = Devices()
+    nodes = instance.spec.nodes
+    if per_device_nodes and not nodes:
+        return result
+    attributes = _attributes(instance, handler, result.skipped)
+    common: JSON = {"attributes": attributes}
+    if per_device_nodes:
+        common["nodeSelector"] = node_selector(nodes)
+    if offline:
+        common["taints"] = [{"key": OFFLINE_TAINT, "effect": "NoSchedule"}]
+    name = instance.metadata.name or ""
+    capacity = instance.spec.capacity
+    if unique:
+        slots = {
+            "value": str(capacity),
+            "requestPolicy": {"default": "1", "validRange": {"min": "1", "step": "1"}},
+        }
+        result.devices.append(
+            {
+                "name": dns_label(name),
+                **common,
+                "capacity": {SLOTS: slots},
+                "allowMultipleAllocations": True,
+            }
+        )
+    else:
+        result.devices.extend(
+            {"name": dns_label(slot), **common} for slot in slot_ids(name, capacity)
+        )
+    return result

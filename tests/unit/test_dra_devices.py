@@ -1,0 +1,185 @@
+"""Instances as DRA devices and Configurations as DeviceClasses (docs/design.md §8a)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from akri.api import Configuration, Instance
+from akri.dra.devices import (
+    MAX_ATTRIBUTES_AND_CAPACITIES,
+    OFFLINE_TAINT,
+    class_selector,
+    device_class,
+    device_class_name,
+    instance_devices,
+    instance_selector,
+    property_attribute_problem,
+)
+
+
+def instance(
+    name: str = "cfg-8120fe",
+    capacity: int = 2,
+    nodes: tuple[str, ...] = ("n",),
+    properties: dict[str, str] | None = None,
+) -> Instance:
+    return Instance.from_wire(
+        {
+            "apiVersion": "akri.sh/v0",
+            "kind": "Instance",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "configurationName": "cfg",
+                "capacity": capacity,
+                "shared": True,
+                "nodes": list(nodes),
+                "brokerProperties": properties or {},
+            },
+        }
+    )
+
+
+def attributes(device: dict[str, Any]) -> dict[str, str]:
+    return {k: v["string"] for k, v in device["attributes"].items()}
+
+
+def test_unique_devices_give_one_shared_device_with_slots_capacity() -> None:
+    (device,) = instance_devices(
+        instance(capacity=3), handler="debugEcho", unique=True, per_device_nodes=False
+    ).devices
+    assert device["name"] == "cfg-8120fe"
+    assert device["allowMultipleAllocations"] is True
+    assert device["capacity"] == {
+        "slots": {
+            "value": "3",
+            "requestPolicy": {"default": "1", "validRange": {"min": "1", "step": "1"}},
+        }
+    }
+    assert attributes(device) == {
+        "configuration": "cfg",
+        "handler": "debugEcho",
+        "instance": "cfg-8120fe",
+    }
+    assert "nodeSelector" not in device
+    assert "taints" not in device
+
+
+def test_non_unique_devices_give_one_single_allocation_device_per_slot() -> None:
+    devices = instance_devices(
+        instance(capacity=3), handler="udev", unique=False, per_device_nodes=False
+    ).devices
+    assert [d["name"] for d in devices] == ["cfg-8120fe-0", "cfg-8120fe-1", "cfg-8120fe-2"]
+    for device in devices:
+        assert "allowMultipleAllocations" not in device
+        assert "capacity" not in device
+        assert attributes(device)["instance"] == "cfg-8120fe"
+
+
+@pytest.mark.parametrize("unique", [True, False])
+def test_shared_pool_devices_select_the_instance_nodes(unique: bool) -> None:
+    devices = instance_devices(
+        instance(nodes=("m", "n")), handler="h", unique=unique, per_device_nodes=True
+    ).devices
+    for device in devices:
+        assert device["nodeSelector"] == {
+            "nodeSelectorTerms": [
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["m", "n"]}]}
+            ]
+        }
+
+
+def test_shared_instance_seen_by_no_node_has_no_device() -> None:
+    result = instance_devices(instance(nodes=()), handler="h", unique=True, per_device_nodes=True)
+    assert result.devices == []
+
+
+def test_offline_device_is_tainted_no_schedule() -> None:
+    (device,) = instance_devices(
+        instance(), handler="h", unique=True, per_device_nodes=False, offline=True
+    ).devices
+    assert device["taints"] == [{"key": OFFLINE_TAINT, "effect": "NoSchedule"}]
+
+
+def test_broker_properties_become_string_attributes_where_valid() -> None:
+    properties = {
+        "DEBUG_ECHO_DESCRIPTION": "foo0",
+        "bad-name": "x",
+        "X" * 33: "too long a name",
+        "LONG_VALUE": "v" * 65,
+        "instance": "clash with our own attribute",
+        "OK_64": "v" * 64,
+    }
+    result = instance_devices(
+        instance(properties=properties), handler="h", unique=True, per_device_nodes=False
+    )
+    got = attributes(result.devices[0])
+    assert got["DEBUG_ECHO_DESCRIPTION"] == "foo0"
+    assert got["OK_64"] == "v" * 64
+    assert got["instance"] == "cfg-8120fe"
+    assert not {"bad-name", "X" * 33, "LONG_VALUE"} & got.keys()
+    assert len(result.skipped) == 4
+    assert any("bad-name" in s for s in result.skipped)
+
+
+def test_attributes_and_capacities_stay_within_the_per_device_limit() -> None:
+    properties = {f"P{i:02}": "x" for i in range(40)}
+    result = instance_devices(
+        instance(properties=properties), handler="h", unique=True, per_device_nodes=False
+    )
+    device = result.devices[0]
+    assert len(device["attributes"]) + len(device["capacity"]) == MAX_ATTRIBUTES_AND_CAPACITIES
+    assert len(result.skipped) == 40 - (MAX_ATTRIBUTES_AND_CAPACITIES - 4)
+    assert "P00" in device["attributes"]  # the first names in order are kept
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "ok"),
+    [
+        ("A", "x", True),
+        ("_a1", "", True),
+        ("1a", "x", False),
+        ("a.b", "x", False),
+        ("a", "x" * 65, False),
+    ],
+)
+def test_property_attribute_rules(name: str, value: str, ok: bool) -> None:
+    assert (property_attribute_problem(name, value) is None) is ok
+
+
+def test_device_names_are_dns_labels_even_for_odd_instance_names() -> None:
+    (device,) = instance_devices(
+        instance(name="My.Cfg-8120fe"), handler="h", unique=True, per_device_nodes=False
+    ).devices
+    assert device["name"].islower()
+    assert "." not in device["name"]
+
+
+def test_device_class_selects_the_configuration_and_backs_its_extended_resource() -> None:
+    configuration = Configuration.from_wire(
+        {
+            "apiVersion": "akri.sh/v0",
+            "kind": "Configuration",
+            "metadata": {"name": "cam", "namespace": "default"},
+            "spec": {"discoveryHandler": {"name": "onvif"}},
+        }
+    )
+    cls = device_class(configuration, {"akri.sh/configuration": "cam"})
+    assert cls["metadata"] == {"name": "cam.akri.sh", "labels": {"akri.sh/configuration": "cam"}}
+    assert device_class_name("cam") == "cam.akri.sh"
+    assert cls["spec"] == {
+        "selectors": [
+            {
+                "cel": {
+                    "expression": 'device.driver == "akri.sh" && '
+                    'device.attributes["akri.sh"].configuration == "cam"'
+                }
+            }
+        ],
+        "extendedResourceName": "akri.sh/cam",
+    }
+    assert class_selector("cam") in cls["spec"]["selectors"][0]["cel"]["expression"]
+    assert (
+        instance_selector("cam-8120fe") == 'device.attributes["akri.sh"].instance == "cam-8120fe"'
+    )
