@@ -112,6 +112,7 @@ class ApiHandlers:
             web.get("/api", self.core_versions),
             web.get("/api/v1", self.core_resources),
             web.get("/apis", self.groups),
+            web.get("/apis/", self.groups),  # kubernetes clients ask with the slash
             web.get("/apis/{group}", self.group),
             web.get("/apis/{group}/{version}", self.group_resources),
             web.route("*", "/api/v1/{tail:.+}", self.resource),

@@ -17,6 +17,7 @@ from akri.sim.apiserver import errors
 from akri.sim.apiserver.admin import AdminHandlers
 from akri.sim.apiserver.collector import GarbageCollector
 from akri.sim.apiserver.core_kinds import CRD_GROUP, builtin_kinds
+from akri.sim.apiserver.dra_kinds import dra_kinds
 from akri.sim.apiserver.faults import Faults
 from akri.sim.apiserver.handlers import ApiHandlers, pause_gate, status_errors
 from akri.sim.apiserver.operations import Operations
@@ -55,11 +56,13 @@ class ApiServer(Service):
         history_limit: int = DEFAULT_HISTORY,
         bookmark_interval_s: float = 60.0,
         fault_seed: int | None = None,
+        dra: bool = True,
     ) -> None:
+        """`dra`: serve `resource.k8s.io/v1`, as Kubernetes >= 1.34 does by default."""
         self._host = host
         self._port = port
         registry = Registry()
-        for kind in builtin_kinds():
+        for kind in [*builtin_kinds(), *(dra_kinds() if dra else [])]:
             registry.add(kind)
         self.operations = Operations(registry, Store(history_limit))
         self.faults = Faults(fault_seed)
