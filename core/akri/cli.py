@@ -16,9 +16,12 @@ from pathlib import Path
 from typing import TypeAlias
 
 from akri.api import crd_files
-from akri.naming import instance_name, resource_name_problem
+from akri.durations import OFFLINE_GRACE_S, parse_duration
+from akri.naming import instance_name, object_name_problem, resource_name_problem
+from akri.settings import command_line
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+EXIT_USAGE = 2
 
 
 def _run_crds(args: argparse.Namespace) -> int:
@@ -50,10 +53,14 @@ def _add_crds(subparsers: Subparsers) -> None:
 
 def _run_instance_name(args: argparse.Namespace) -> int:
     name = instance_name(args.configuration, args.device_id, args.node)
-    print(name)
     if problem := resource_name_problem(name):
-        warning = f"{problem}; the agent refuses such a Configuration"
-        print(f"akri instance-name: warning: {warning}", file=sys.stderr)
+        print(
+            f"akri instance-name: {problem}: the agent refuses this Configuration "
+            "(its devices cannot be advertised); choose a shorter Configuration name",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    print(name)
     return 0
 
 
@@ -63,17 +70,23 @@ def _non_empty(value: str) -> str:
     return value
 
 
+def _object_name(value: str) -> str:
+    if problem := object_name_problem(value):
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
 def _add_instance_name(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "instance-name",
         help="name of the Instance a device becomes",
         description="Print the name of the Instance that a discovered device becomes.",
     )
-    parser.add_argument("configuration", type=_non_empty, help="name of the Configuration")
+    parser.add_argument("configuration", type=_object_name, help="name of the Configuration")
     parser.add_argument("device_id", type=_non_empty, help="device id reported by the handler")
     parser.add_argument(
         "--node",
-        type=_non_empty,
+        type=_object_name,
         help="node that discovered a local (not shared) device; omit for shared devices",
     )
     parser.set_defaults(run=_run_instance_name)
@@ -88,7 +101,7 @@ def _run_sim(args: argparse.Namespace) -> int:
         nodes = node_names(args.nodes)
     except ValueError as error:
         print(f"akri sim: {error}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -101,11 +114,19 @@ def _run_sim(args: argparse.Namespace) -> int:
                 workdir=args.workdir,
                 manifests=args.apply,
                 akri=not args.bare,
+                offline_grace=args.offline_grace,
             )
         )
     except (OSError, ValueError) as error:
         print(f"akri sim: {error}", file=sys.stderr)
         return 1
+
+
+def _duration(value: str) -> float:
+    try:
+        return parse_duration(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _add_sim(subparsers: Subparsers) -> None:
@@ -143,6 +164,14 @@ def _add_sim(subparsers: Subparsers) -> None:
         help="run the cluster alone, without the akri agents and controller",
     )
     parser.add_argument(
+        "--offline-grace",
+        type=_duration,
+        default=OFFLINE_GRACE_S,
+        metavar="DURATION",
+        help="how long a device may be missing on a node before the node leaves its Instance "
+        "(the agents' OFFLINE_GRACE; e.g. 30s, 5m; default: %(default)gs)",
+    )
+    parser.add_argument(
         "--log-level", default="WARNING", help="logging level (default: %(default)s)"
     )
     parser.set_defaults(run=_run_sim)
@@ -151,17 +180,15 @@ def _add_sim(subparsers: Subparsers) -> None:
 COMMANDS: tuple[Callable[[Subparsers], None], ...] = (_add_crds, _add_instance_name, _add_sim)
 
 
-def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(prog="akri", description=__doc__.splitlines()[0])
+def _arguments(root: argparse.ArgumentParser) -> None:
     root.add_argument("--version", action="version", version=f"akri-py {version('akri-py')}")
     subparsers = root.add_subparsers(metavar="COMMAND", required=True)
     for add in COMMANDS:
         add(subparsers)
-    return root
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = command_line("akri", __doc__.splitlines()[0], argv=argv, arguments=_arguments)
     code: int = args.run(args)
     return code
 

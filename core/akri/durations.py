@@ -11,6 +11,10 @@ from typing import Annotated
 
 from pydantic import BeforeValidator
 
+OFFLINE_GRACE_S = 300.0
+"""How long a device may be missing on a node before the node leaves its Instance, unless set
+(the agent's OFFLINE_GRACE, `akri sim --offline-grace`)."""
+
 _DURATION = re.compile(r"^(?P<number>\d+(\.\d*)?|\.\d+)\s*(?P<unit>ms|s|m|h)?$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 

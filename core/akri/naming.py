@@ -28,6 +28,7 @@ MAX_OBJECT_NAME = 253  # DNS-1123 subdomain, the limit for metadata.name
 MAX_DNS_LABEL = 63  # Pod host names and Service names are DNS-1123 labels
 DIGEST_HEX_LENGTH = 6
 
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NOT_DNS_LABEL_CHAR = re.compile(r"[^a-z0-9-]+")
@@ -101,6 +102,16 @@ def env_suffix(text: str) -> str:
     """`text` (a TXT key, a stream profile) as the end of an env var name: upper case, `_` for
     every other character."""
     return _NOT_ENV_CHAR.sub("_", text).upper()
+
+
+def object_name_problem(name: str, kind: str = "an object") -> str | None:
+    """Why `name` cannot be a Configuration's, Instance's or Node's name, or None when it can."""
+    if len(name) > MAX_OBJECT_NAME or not _DNS_SUBDOMAIN.match(name):
+        return (
+            f"{name!r} is not {kind} name (lowercase DNS-1123 subdomain: a-z, 0-9, '-' "
+            f"and '.', starting and ending alphanumeric, at most {MAX_OBJECT_NAME} characters)"
+        )
+    return None
 
 
 def resource_name_problem(name: str) -> str | None:

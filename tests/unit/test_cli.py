@@ -32,12 +32,13 @@ def test_instance_name_of_a_local_device(capsys: pytest.CaptureFixture[str]) -> 
     assert out != "cfg-8120fe\n"
 
 
-def test_instance_name_warns_when_the_name_cannot_be_a_resource(
+def test_instance_name_refuses_a_name_the_agent_refuses(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     code, out, err = run(capsys, "instance-name", "c" * 60, "foo0")
-    assert (code, out) == (0, "c" * 60 + "-8120fe\n")
+    assert (code, out) == (2, "")
     assert "the limit is 63" in err
+    assert "the agent refuses this Configuration" in err
 
 
 @pytest.mark.parametrize(
@@ -46,8 +47,10 @@ def test_instance_name_warns_when_the_name_cannot_be_a_resource(
         ((), "required: COMMAND"),
         (("nonsense",), "invalid choice"),
         (("instance-name", "cfg"), "required: device_id"),
-        (("instance-name", "", "foo0"), "must not be empty"),
-        (("instance-name", "cfg", "foo0", "--node", ""), "must not be empty"),
+        (("instance-name", "", "foo0"), "is not an object name"),
+        (("instance-name", "cfg", "foo0", "--node", ""), "is not an object name"),
+        (("instance-name", "Bad.Name", "x"), "'Bad.Name' is not an object name"),
+        (("instance-name", "cfg", "x", "--node", "Node_A"), "'Node_A' is not an object name"),
     ],
 )
 def test_usage_errors_exit_2(

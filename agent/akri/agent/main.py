@@ -10,16 +10,23 @@ import asyncio
 import logging
 import signal
 import sys
+from collections.abc import Sequence
 
 from akri import logs
 from akri.agent.agent import Agent
-from akri.agent.settings import load_settings
-from akri.settings import SettingsError
+from akri.agent.settings import AgentSettings, load_settings
+from akri.settings import SettingsError, command_line, variables
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
 log = logging.getLogger("akri.agent")
+
+DESCRIPTION = (
+    "The akri agent of one node (a DaemonSet): runs the discovery handlers, keeps an Instance "
+    "per discovered device and serves their device plugins to the kubelet. Configured by "
+    "environment variables only."
+)
 
 
 async def run(agent: Agent) -> None:
@@ -35,7 +42,8 @@ async def run(agent: Agent) -> None:
             raise  # we were cancelled ourselves, not by a signal
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    command_line("akri-agent", DESCRIPTION, variables(AgentSettings), argv)
     try:
         settings = load_settings()
     except SettingsError as error:

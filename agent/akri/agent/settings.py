@@ -6,7 +6,6 @@ and the reason, instead of surfacing later as a device that is never offered.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -15,22 +14,17 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from akri.agent.discovery.registration import DEFAULT_DIRECTORY
 from akri.discovery_handlers.debug_echo import DEFAULT_AVAILABILITY_FILE, parse_bool
-from akri.durations import Duration
-from akri.naming import MAX_OBJECT_NAME
+from akri.durations import OFFLINE_GRACE_S, Duration
+from akri.naming import object_name_problem
 from akri.proto.deviceplugin.v1beta1.constants import DEVICE_PLUGIN_PATH
 from akri.proto.podresources.v1.constants import POD_RESOURCES_SOCKET
 from akri.settings import load
 from akri.unix_sockets import directory_problem
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
 
 def _node_name(name: str) -> str:
-    if len(name) > MAX_OBJECT_NAME or not _DNS_SUBDOMAIN.match(name):
-        raise ValueError(
-            f"{name!r} is not a Kubernetes node name (lowercase DNS-1123 subdomain, "
-            f"at most {MAX_OBJECT_NAME} characters)"
-        )
+    if (problem := object_name_problem(name, "a Kubernetes node")) is not None:
+        raise ValueError(problem)
     return name
 
 
@@ -54,7 +48,7 @@ SocketDirectory = Annotated[Path, AfterValidator(_safe_directory)]
 class AgentSettings(BaseSettings):
     """One field per environment variable: `agent_node_name` is read from AGENT_NODE_NAME."""
 
-    model_config = SettingsConfigDict(extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
 
     agent_node_name: Annotated[str, AfterValidator(_node_name)]
     """This node's name (the Pod's spec.nodeName); the agent's identity in every Instance."""
@@ -76,7 +70,7 @@ class AgentSettings(BaseSettings):
     """Write OFFLINE (or a description per line) here to take debugEcho devices offline."""
     metrics_port: int = Field(default=8080, ge=0, le=65535)
     """Port of /metrics, /healthz and /readyz; 0 serves none of them."""
-    offline_grace: Duration = 300.0
+    offline_grace: Duration = OFFLINE_GRACE_S
     """How long a shared device may be missing before this node leaves its Instance."""
     reclaim_grace: PositiveDuration = 20.0
     """How long a held slot may go unused by any container before it is freed."""
@@ -87,7 +81,9 @@ class AgentSettings(BaseSettings):
     log_level: Annotated[
         Literal["DEBUG", "INFO", "WARNING", "ERROR"], BeforeValidator(lambda v: str(v).upper())
     ] = "INFO"
+    """DEBUG, INFO, WARNING or ERROR."""
     log_format: Literal["json", "text"] = "json"
+    """json (one object per line, with the node name) or text."""
 
     @property
     def debug_echo_enabled(self) -> bool:

@@ -11,6 +11,7 @@ import logging
 import secrets
 import signal
 import sys
+from collections.abc import Sequence
 
 from kubernetes_asyncio import client, config
 
@@ -19,7 +20,7 @@ from akri.controller import metrics
 from akri.controller.controller import Controller
 from akri.controller.leader import LeaderElector
 from akri.controller.settings import ControllerSettings, load_settings
-from akri.settings import SettingsError
+from akri.settings import SettingsError, command_line, variables
 from akri.telemetry import serve_telemetry
 
 log = logging.getLogger("akri.controller")
@@ -27,6 +28,11 @@ log = logging.getLogger("akri.controller")
 EXIT_LOST_LEADERSHIP = 1
 EXIT_SETTINGS = 2
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
+DESCRIPTION = (
+    "The akri controller (a Deployment): deploys broker Pods or Jobs and Services for every "
+    "Instance and cleans up after devices and nodes that are gone. Configured by environment "
+    "variables only."
+)
 
 
 async def api_client(settings: ControllerSettings) -> client.ApiClient:
@@ -110,7 +116,8 @@ async def _run_until(stop: asyncio.Event, settings: ControllerSettings) -> int:
     return 0
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    command_line("akri-controller", DESCRIPTION, variables(ControllerSettings), argv)
     try:
         settings = load_settings()
     except SettingsError as error:
@@ -121,3 +128,7 @@ def main() -> int:
         return asyncio.run(run(settings))
     except KeyboardInterrupt:
         return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -25,7 +25,7 @@ PositiveDuration = Annotated[Duration, Field(gt=0)]
 class ControllerSettings(BaseSettings):
     """One field per environment variable: `node_grace` is read from NODE_GRACE."""
 
-    model_config = SettingsConfigDict(extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
 
     kubeconfig: Path | None = None
     """A kubeconfig file; the in-cluster service account when unset."""
@@ -46,10 +46,15 @@ class ControllerSettings(BaseSettings):
     leader_election: bool = True
     """Elect one acting replica through a Lease; disable only for a single replica."""
     lease_name: str = "akri-controller"
+    """Name of the leader Lease in POD_NAMESPACE."""
     lease_duration: PositiveDuration = 15.0
+    """How long a leader's Lease holds without renewal before another replica may take it."""
     lease_renew_interval: PositiveDuration = 5.0
+    """How often the leader renews its Lease."""
     lease_renew_deadline: PositiveDuration = 10.0
+    """How long the leader keeps trying to renew before it gives up leading."""
     lease_retry_interval: PositiveDuration = 2.0
+    """How often a standby replica tries to take the Lease."""
     workers: int = Field(default=8, ge=1, le=256)
     """Reconciles run at once (different objects only)."""
     metrics_port: int = Field(default=8080, ge=0, le=65535)
@@ -57,7 +62,9 @@ class ControllerSettings(BaseSettings):
     log_level: Annotated[
         Literal["DEBUG", "INFO", "WARNING", "ERROR"], BeforeValidator(lambda v: str(v).upper())
     ] = "INFO"
+    """DEBUG, INFO, WARNING or ERROR."""
     log_format: LogFormat = "json"
+    """json (one object per line) or text."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from akri.agent.discovery.model import Device
 from akri.discovery_handlers import details as details_model
+from akri.settings import Variable
 
 NAME = "debugEcho"
 PROPERTY = "DEBUG_ECHO_DESCRIPTION"
@@ -25,6 +26,14 @@ OFFLINE = "OFFLINE"
 DEFAULT_AVAILABILITY_FILE = Path("/tmp/debug-echo-availability.txt")
 SHARED_ENV = "DEBUG_ECHO_INSTANCES_SHARED"
 AVAILABILITY_FILE_ENV = "DEBUG_ECHO_AVAILABILITY_FILE"
+ENVIRONMENT = (
+    Variable(SHARED_ENV, "true", "whether devices are shared (--shared/--no-shared win)"),
+    Variable(
+        AVAILABILITY_FILE_ENV,
+        str(DEFAULT_AVAILABILITY_FILE),
+        "OFFLINE, or one description per line, takes devices offline",
+    ),
+)
 
 
 class Details(BaseModel):

@@ -22,6 +22,7 @@ from akri.discovery_handlers.mdns import handler as mdns
 from akri.discovery_handlers.onvif import handler as onvif
 from akri.discovery_handlers.server import DEFAULT_PORT, HandlerServer
 from akri.discovery_handlers.udev import handler as udev
+from akri.settings import Variable, command_line, help_text
 
 HandlerFactory = Callable[[bool | None, Mapping[str, str]], DiscoveryHandler]
 
@@ -35,34 +36,62 @@ HANDLERS: dict[str, HandlerFactory] = {
 EXIT_USAGE = 2
 
 
+DESCRIPTION = (
+    "Serve one discovery handler over Akri's discovery.proto and register it with the local "
+    "agent. `akri-discovery-handler HANDLER --help` lists that handler's variables."
+)
+COMMON = (
+    Variable(
+        "DISCOVERY_HANDLERS_DIRECTORY",
+        str(DEFAULT_DIRECTORY),
+        "directory of agent-registration.sock and of the handler's socket",
+    ),
+    Variable("POD_IP", "unset", f"serve on POD_IP:{DEFAULT_PORT} (TCP) instead of a unix socket"),
+)
+ENVIRONMENT: dict[str, tuple[Variable, ...]] = {
+    debug_echo.NAME: debug_echo.ENVIRONMENT,
+    mdns.Mdns.name: mdns.ENVIRONMENT,
+    onvif.Onvif.name: onvif.ENVIRONMENT,
+}
+"""The variables each handler reads besides COMMON."""
+
+
 def parse_args(argv: Sequence[str] | None, environ: Mapping[str, str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="akri-discovery-handler",
-        description="Serve one discovery handler over Akri's discovery.proto and register it "
-        "with the local agent. Set POD_IP to serve on TCP instead of a unix socket.",
-    )
-    parser.add_argument("handler", choices=sorted(HANDLERS), help="which handler to run")
-    parser.add_argument(
-        "--registration-dir",
-        type=Path,
-        default=Path(environ.get("DISCOVERY_HANDLERS_DIRECTORY", str(DEFAULT_DIRECTORY))),
-        help="directory of agent-registration.sock and of the handler's socket "
-        "(env DISCOVERY_HANDLERS_DIRECTORY, default %(default)s)",
-    )
-    parser.add_argument(
-        "--shared",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="whether devices are visible from several nodes (default: the handler's; "
-        "debugEcho reads DEBUG_ECHO_INSTANCES_SHARED, else true)",
-    )
-    parser.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help="TCP port when POD_IP is set (%(default)s)"
-    )
-    parser.add_argument(
-        "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"], type=str.upper
-    )
-    return parser.parse_args(argv)
+    def arguments(parser: argparse.ArgumentParser) -> None:
+        options = argparse.ArgumentParser(add_help=False)
+        options.add_argument(
+            "--registration-dir",
+            type=Path,
+            default=Path(environ.get("DISCOVERY_HANDLERS_DIRECTORY", str(DEFAULT_DIRECTORY))),
+            help="directory of agent-registration.sock and of the handler's socket "
+            "(default: DISCOVERY_HANDLERS_DIRECTORY or %(default)s)",
+        )
+        options.add_argument(
+            "--shared",
+            action=argparse.BooleanOptionalAction,
+            default=None,
+            help="whether devices are visible from several nodes (default: the handler's)",
+        )
+        options.add_argument(
+            "--port", type=int, default=DEFAULT_PORT, help="TCP port when POD_IP is set"
+        )
+        options.add_argument(
+            "--log-level",
+            default="INFO",
+            choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+            type=str.upper,
+        )
+        handlers = parser.add_subparsers(dest="handler", metavar="HANDLER", required=True)
+        for name in sorted(HANDLERS):
+            environment = (*ENVIRONMENT.get(name, ()), *COMMON)
+            handlers.add_parser(
+                name,
+                parents=[options],
+                help=f"run the {name} handler",
+                **help_text(f"Serve the {name} discovery handler.", environment),
+            )
+
+    return command_line("akri-discovery-handler", DESCRIPTION, COMMON, argv, arguments)
 
 
 async def run(server: HandlerServer) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from akri.controller.context import Tuning
+from akri.durations import OFFLINE_GRACE_S
 from akri.sim.cluster import Cluster
 from akri.sim.manifests import apply_documents, load_documents
 
@@ -57,6 +58,7 @@ async def run(
     workdir: Path | None,
     manifests: Sequence[Path],
     akri: bool = True,
+    offline_grace: float = OFFLINE_GRACE_S,
 ) -> int:
     documents = load_documents(manifests)  # fail on a bad file before starting anything
     stop = asyncio.Event()
@@ -64,7 +66,10 @@ async def run(
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     kubeconfig.parent.mkdir(parents=True, exist_ok=True)
-    components: dict[str, Any] = {"agents": True, "controller": Tuning()} if akri else {}
+    components: dict[str, Any] = {}
+    if akri:
+        agent_options = {"offline_grace": offline_grace}
+        components = {"agents": True, "controller": Tuning(), "agent_options": agent_options}
     async with Cluster(
         nodes, port=port, kubeconfig=kubeconfig, workdir=workdir, **components
     ) as cluster:

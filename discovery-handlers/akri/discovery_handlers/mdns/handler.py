@@ -17,11 +17,15 @@ from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZerocon
 
 from akri.agent.discovery.model import Device, HandlerUnavailable
 from akri.discovery_handlers.mdns.service import NAME, Service, details_of, devices
+from akri.settings import Variable
 
 log = logging.getLogger(__name__)
 
 RESOLVE_TIMEOUT_MS = 3000
 INTERFACES_ENV = "MDNS_INTERFACES"
+ENVIRONMENT = (
+    Variable(INTERFACES_ENV, "all interfaces", "comma-separated addresses to browse on"),
+)
 
 
 def service_of(info: AsyncServiceInfo) -> Service:

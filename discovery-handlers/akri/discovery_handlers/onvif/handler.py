@@ -18,8 +18,16 @@ from akri.discovery_handlers.onvif import camera, probe
 from akri.discovery_handlers.onvif.credentials import Credentials, credential_table, credentials_for
 from akri.discovery_handlers.onvif.device import inspect
 from akri.discovery_handlers.onvif.wsdiscovery import PORT, Endpoint, Message
+from akri.settings import Variable
 
 INTERFACE_ENV = "ONVIF_INTERFACE_ADDRESS"
+ENVIRONMENT = (
+    Variable(
+        INTERFACE_ENV,
+        "the system's choice",
+        "address of the interface probes leave by (interfaceAddress in the details wins)",
+    ),
+)
 REQUEST_TIMEOUT_S = 3.0
 
 
