@@ -1,0 +1,1 @@
+"""The chaos soak: `python -m akri.sim.soak` (`make soak`)."""
