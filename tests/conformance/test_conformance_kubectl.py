@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -12,46 +10,14 @@ import pytest
 import yaml
 
 from tests.conformance.support import DEADLINE_S, GROUP, PLURAL, VERSION, WIDGET_CRD, Cluster
+from tests.kubectl import Kubectl, needs_kubectl
 
-pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
-
-
-class Kubectl:
-    """Runs kubectl with the cluster's kubeconfig and a private discovery cache."""
-
-    def __init__(self, cluster: Cluster, home: Path, namespace: str) -> None:
-        self.env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(home),
-            "KUBECONFIG": str(cluster.kubeconfig),
-        }
-        self.namespace = namespace
-
-    async def spawn(self, *args: str) -> asyncio.subprocess.Process:
-        return await asyncio.create_subprocess_exec(
-            "kubectl", "-n", self.namespace, *args,
-            env=self.env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-
-    async def __call__(self, *args: str, ok: bool = True) -> str:
-        process = await self.spawn(*args)
-        try:
-            async with asyncio.timeout(DEADLINE_S):
-                out, err = await process.communicate()
-        finally:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-        if ok:
-            assert process.returncode == 0, err.decode()
-            return out.decode()
-        assert process.returncode != 0, out.decode()
-        return err.decode()
+pytestmark = needs_kubectl
 
 
 @pytest.fixture
 def kubectl(cluster: Cluster, tmp_path: Path, namespace: str) -> Kubectl:
-    return Kubectl(cluster, tmp_path, namespace)
+    return Kubectl(cluster.kubeconfig, tmp_path, namespace)
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ from akri.sim.apiserver import ApiServer
 from akri.sim.kubelet import Kubelet
 from akri.sim.kubelet.node import NodeBridge
 from akri.sim.scheduler import Scheduler
+from akri.sim.workloads.controllers import WorkloadControllers
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +129,7 @@ class Cluster(Service):
                 )
                 self._spawn(node.agent.run(), f"agent-{node.name}")
         self._spawn(Scheduler(self._client).run(), "scheduler")
+        self._spawn(WorkloadControllers(self._client).run(), "workload-controllers")
         if self._controller is not None:
             self._spawn(Controller(self._client, self._controller).run(), "controller")
 

@@ -92,6 +92,27 @@ def matches_node_selection(pod: Object, node: Object) -> bool:
     return not required or any(_term_matches(term, node) for term in required)
 
 
+def _tolerates(toleration: Object, taint: Object) -> bool:
+    if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
+        return False
+    if toleration.get("operator") == "Exists":
+        return not toleration.get("key") or toleration.get("key") == taint.get("key")
+    return toleration.get("key") == taint.get("key") and toleration.get("value", "") == taint.get(
+        "value", ""
+    )
+
+
+def untolerated_taints(pod: Object, node: Object) -> list[Object]:
+    """The node's NoSchedule and NoExecute taints none of the pod's tolerations tolerates."""
+    tolerations = (pod.get("spec") or {}).get("tolerations") or []
+    return [
+        taint
+        for taint in (node.get("spec") or {}).get("taints") or []
+        if taint.get("effect") in ("NoSchedule", "NoExecute")
+        and not any(_tolerates(toleration, taint) for toleration in tolerations)
+    ]
+
+
 def allocatable(node: Object) -> Counter[str]:
     status = node.get("status") or {}
     return Counter(
@@ -128,6 +149,11 @@ def choose_node(pod: Object, nodes: Iterable[Object], used: Mapping[str, Counter
             continue
         if not matches_node_selection(pod, node):
             reasons["node(s) didn't match Pod's node affinity/selector"] += 1
+            continue
+        taints = untolerated_taints(pod, node)
+        if taints:
+            key, value = taints[0].get("key"), taints[0].get("value", "")
+            reasons[f"node(s) had untolerated taint {{{key}: {value}}}"] += 1
             continue
         free = allocatable(node)
         free.subtract(used.get(name, Counter()))

@@ -81,11 +81,15 @@ def _prepare_namespace(namespace: JSON) -> None:
     namespace["status"] = {"phase": "Active"}
 
 
-def _prepare_pod(pod: JSON) -> None:
-    spec = pod.setdefault("spec", {})
+def prepare_pod_spec(spec: JSON) -> None:
+    """Pod spec defaults, for Pods and for the pod templates of workloads."""
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("terminationGracePeriodSeconds", 30)
+
+
+def _prepare_pod(pod: JSON) -> None:
+    prepare_pod_spec(pod.setdefault("spec", {}))
 
 
 def _service_preparer() -> Callable[[JSON], None]:

@@ -25,7 +25,15 @@ SERVER_VERSION = {
     "platform": "linux/amd64",
 }
 
-_SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "binding": ["create"]}
+_SUBRESOURCE_VERBS = {
+    "status": ["get", "patch", "update"],
+    "binding": ["create"],
+    "scale": ["get", "patch", "update"],
+}
+_SUBRESOURCE_KINDS = {
+    "binding": {"kind": "Binding"},
+    "scale": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+}
 
 
 def api_versions(address: str) -> JSON:
@@ -77,7 +85,8 @@ def _entries(resource: ResourceType) -> list[JSON]:
             "name": f"{resource.plural}/{sub}",
             "singularName": "",
             "namespaced": resource.namespaced,
-            "kind": "Binding" if sub == "binding" else resource.kind,
+            "kind": resource.kind,
+            **_SUBRESOURCE_KINDS.get(sub, {}),
             "verbs": _SUBRESOURCE_VERBS[sub],
         }
         for sub in sorted(resource.subresources)

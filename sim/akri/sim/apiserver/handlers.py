@@ -17,7 +17,7 @@ import yaml
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from akri.sim.apiserver import discovery, errors, openapi, patching, tables
+from akri.sim.apiserver import discovery, errors, openapi, patching, scale, tables
 from akri.sim.apiserver.faults import Faults, RequestInfo
 from akri.sim.apiserver.operations import DeleteOptions, Operations, Selection, WatchFeed
 from akri.sim.apiserver.resources import ResourceType
@@ -228,6 +228,8 @@ class ApiHandlers:
         ops, resource, query = self._operations, target.resource, request.query
         namespace, name = target.namespace or "", target.name or ""
         strict = query.get("fieldValidation") == "Strict"
+        if target.subresource == "scale":
+            return _json(await self._scale(request, target, verb))
         if verb == "get":
             return self._render(
                 request, resource, [ops.get(resource, namespace, name)], single=True
@@ -281,6 +283,24 @@ class ApiHandlers:
             )
         raise errors.method_not_allowed(
             "the server does not allow this method on the requested resource"
+        )
+
+    async def _scale(self, request: web.Request, target: Target, verb: str) -> JSON:
+        ops, resource = self._operations, target.resource
+        namespace, name = target.namespace or "", target.name or ""
+        current = ops.get(resource, namespace, name)
+        if verb == "get":
+            return scale.of(current)
+        if verb == "update":
+            wanted = await self._body(request)
+        elif verb == "patch":
+            wanted = scale.patched(current, request.content_type, await self._body(request))
+        else:
+            raise errors.method_not_allowed(
+                "the server does not allow this method on the requested resource"
+            )
+        return scale.of(
+            ops.update(resource, namespace, name, scale.applied(resource, current, wanted))
         )
 
     async def _apply(

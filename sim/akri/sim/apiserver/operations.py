@@ -429,6 +429,8 @@ class Operations:
                 listed = ", ".join(f'unknown field "{path}"' for path in unknown)
                 raise errors.bad_request(f"strict decoding error: {listed}")
             problems += schema.validate(obj, resource.schema)
+        if resource.validate is not None:
+            problems += resource.validate(obj)
         if resource.key == (CRD_GROUP, "customresourcedefinitions"):
             crd.check(obj)
         if problems:

@@ -71,6 +71,8 @@ class ResourceType:
     prepare_create: Callable[[JSON], None] | None = None
     # Kind-specific rewriting of every written object (e.g. Secret stringData into data).
     normalize: Callable[[JSON], None] | None = None
+    # Kind-specific validation of every written object: (field, message) per problem.
+    validate: Callable[[JSON], list[tuple[str, str]]] | None = None
     tracks_generation: bool = False
     returns_deleted_object: bool = False
     orphan_by_default: bool = False

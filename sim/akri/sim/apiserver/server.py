@@ -15,6 +15,7 @@ from aiohttp import web
 from akri.service import Service
 from akri.sim.apiserver import errors
 from akri.sim.apiserver.admin import AdminHandlers
+from akri.sim.apiserver.apps_kinds import apps_kinds
 from akri.sim.apiserver.collector import GarbageCollector
 from akri.sim.apiserver.core_kinds import CRD_GROUP, builtin_kinds
 from akri.sim.apiserver.dra_kinds import dra_kinds
@@ -62,7 +63,7 @@ class ApiServer(Service):
         self._host = host
         self._port = port
         registry = Registry()
-        for kind in [*builtin_kinds(), *(dra_kinds() if dra else [])]:
+        for kind in [*builtin_kinds(), *apps_kinds(), *(dra_kinds() if dra else [])]:
             registry.add(kind)
         self.operations = Operations(registry, Store(history_limit))
         self.faults = Faults(fault_seed)
