@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,6 +192,27 @@ async def read_instances(api: client.ApiClient) -> dict[str, Instance]:
         naming.GROUP, naming.VERSION, NAMESPACE, "instances"
     )
     return {i["metadata"]["name"]: Instance.from_wire(i) for i in listed["items"]}
+
+
+def stored(server: ApiServer, plural: str, namespace: str = NAMESPACE) -> int:
+    """How many objects of a custom resource the API emulator holds now (read in process)."""
+    kind = server.operations.kind(naming.GROUP, naming.VERSION, plural)
+    return len(server.operations.store.objects(kind.key, namespace))
+
+
+async def follow_creates(
+    server: ApiServer, creates: FaultRule, count: int
+) -> tuple[float, float, int]:
+    """Sampled every 10 ms until the emulator stores `count` Instances: when the first create
+    (counted by `creates`) arrived, when the last was stored, and the most in flight at once."""
+    first, peak = math.nan, 0
+    async with asyncio.timeout(180):
+        while (done := stored(server, "instances")) < count:
+            if creates.hits and math.isnan(first):
+                first = time.monotonic()
+            peak = max(peak, creates.hits - done)
+            await asyncio.sleep(0.01)
+    return first, time.monotonic(), peak
 
 
 def metric(name: str, labels: dict[str, str] | None = None) -> float:

@@ -24,6 +24,7 @@ from akri import naming
 from akri.api import Instance, InstanceStatus
 from akri.api.pool import protected
 from akri.kube.guarded import CustomResource, GuardedWriter
+from akri.kube.pipeline import Pipeline
 from akri.kube.reflector import EventType, Key, Object, Reflector, object_key
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,7 @@ class InstanceCache:
         namespace: str | None = None,
         *,
         on_conflict: Callable[[], None] = lambda: None,
+        creates: Pipeline | None = None,
     ) -> None:
         self.api_client = api_client
         custom = client.CustomObjectsApi(api_client)
@@ -85,6 +87,8 @@ class InstanceCache:
         )
         self.reflector = Reflector(list_instances, self._observe, slim=True)
         self.writer = GuardedWriter(api_client, INSTANCES, on_conflict=on_conflict)
+        self.creates = creates or Pipeline()
+        """The window every create of this agent goes through (one API server)."""
         self._custom = custom
         self._parsed: dict[Key, Instance] = {}
         self._by_configuration: dict[Key, dict[str, Instance]] = {}

@@ -36,8 +36,6 @@ from akri.kube.guarded import HTTP_CONFLICT, HTTP_NOT_FOUND
 log = logging.getLogger(__name__)
 
 DELETE_ATTEMPTS = 10
-CONCURRENT_CREATES = 8
-"""Creates in flight at once: enough to hide the API's round trip, few enough to be polite."""
 
 
 def delete_backoff() -> Backoff:
@@ -100,27 +98,17 @@ class InstancePublisher:
     async def _create_all(
         self, configuration: Configuration, instances: list[Instance], wanted: dict[str, Wanted]
     ) -> None:
-        """Create several at a time (a thousand new devices are not created one by one); the
-        first failure cancels the rest and is raised as it is."""
-        in_flight = asyncio.Semaphore(CONCURRENT_CREATES)
-        try:
-            async with asyncio.TaskGroup() as creating:
-                for instance in instances:
-                    want = wanted[instance.metadata.name or ""]
-                    creating.create_task(self._create(configuration, instance, want, in_flight))
-        except ExceptionGroup as failed:
-            raise failed.exceptions[0] from None
+        """Create them pipelined through the agent's window: a thousand new devices are neither
+        created one by one nor all at once. After a failure the rest wait for the next round."""
 
-    async def _create(
-        self,
-        configuration: Configuration,
-        instance: Instance,
-        want: Wanted,
-        in_flight: asyncio.Semaphore,
-    ) -> None:
+        async def create(instance: Instance) -> None:
+            await self._create(configuration, instance, wanted[instance.metadata.name or ""])
+
+        await self._cache.creates.each(instances, create)
+
+    async def _create(self, configuration: Configuration, instance: Instance, want: Wanted) -> None:
         try:
-            async with in_flight:
-                await self._cache.create(instance)
+            await self._cache.create(instance)
             log.info("created Instance %s", instance.metadata.name)
         except ApiException as error:
             if error.status != HTTP_CONFLICT:
