@@ -102,8 +102,9 @@ def _run_sim(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"akri sim: {error}", file=sys.stderr)
         return EXIT_USAGE
+    # force: onvif-zeep-async configures the root logger (INFO) when it is imported.
     logging.basicConfig(
-        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
     )
     try:
         return asyncio.run(

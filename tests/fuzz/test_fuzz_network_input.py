@@ -7,7 +7,9 @@ properties that containers can receive.
 
 from __future__ import annotations
 
+import asyncio
 import xml.etree.ElementTree as ET
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import HealthCheck, given, reject, settings
@@ -17,16 +19,19 @@ from zeroconf.asyncio import AsyncServiceInfo
 
 from akri.discovery_handlers.mdns import service as mdns
 from akri.discovery_handlers.mdns.handler import service_of
-from akri.discovery_handlers.onvif import camera, soap, wsdiscovery
+from akri.discovery_handlers.onvif import answers, camera, services, wsdiscovery
 from akri.naming import is_env_name
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
+SCHEMA = "http://www.onvif.org/ver10/schema"
 NAMESPACES = [
     wsdiscovery.SOAP_ENV,
     wsdiscovery.ADDRESSING,
     wsdiscovery.DISCOVERY,
-    "http://www.onvif.org/ver10/schema",
+    SCHEMA,
+    services.DEVICE,
+    services.MEDIA,
     "urn:other",
 ]
 TAGS = [
@@ -52,6 +57,19 @@ TAGS = [
     "Uri",
     "Media",
     "XAddr",
+    "GetSystemDateAndTimeResponse",
+    "SystemDateAndTime",
+    "UTCDateTime",
+    "Date",
+    "Year",
+    "GetNetworkInterfacesResponse",
+    "NetworkInterfaces",
+    "Info",
+    "HwAddress",
+    "GetCapabilitiesResponse",
+    "Capabilities",
+    "GetStreamUriResponse",
+    "MediaUri",
 ]
 texts = st.one_of(
     st.text(max_size=40),
@@ -89,6 +107,14 @@ def envelope(body: ET.Element) -> bytes:
     return ET.tostring(root)
 
 
+ANSWER = envelope(
+    ET.fromstring(
+        f'<r:GetNetworkInterfacesResponse xmlns:r="{services.DEVICE}" xmlns:t="{SCHEMA}">'
+        '<r:NetworkInterfaces token="eth0"><t:Enabled>true</t:Enabled><t:Info>'
+        "<t:HwAddress>00:11:22:AA:BB:CC</t:HwAddress></t:Info></r:NetworkInterfaces>"
+        "</r:GetNetworkInterfacesResponse>"
+    )
+)
 HELLO = envelope(
     ET.fromstring(
         f'<d:Hello xmlns:d="{wsdiscovery.DISCOVERY}" xmlns:a="{wsdiscovery.ADDRESSING}">'
@@ -142,18 +168,53 @@ def test_any_datagram_is_a_message_or_ignored(data: bytes) -> None:
             camera.host_address(url)
 
 
-@pytest.mark.parametrize("name", ["GetProfilesResponse", "Media", "Uri"])
+class _Canned:
+    """A camera that answers every request with the same bytes (the network is not fuzzed)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    async def post_xml(self, address: str, envelope: object, headers: object) -> services.Answer:
+        return services.Answer(200, self._data, {"Content-Type": "application/soap+xml"})
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def _answer(namespace: str, operation: str, data: bytes) -> object:
+    camera = services.Camera(_Canned(data), await services.documents(), None)
+    return await camera.call(namespace, "http://camera/onvif", operation, signed=False)
+
+
+def _read(answer: object) -> None:
+    answers.clock_offset(answer, datetime.now(UTC))
+    answers.mac_address(answer)
+    answers.service_addresses(answer)
+    answers.media_address(answer)
+    answers.profile_tokens(answer)
+    answers.stream_uri(answer)
+
+
+@pytest.mark.parametrize(
+    ("namespace", "operation"),
+    [
+        (services.DEVICE, "GetSystemDateAndTime"),
+        (services.DEVICE, "GetNetworkInterfaces"),
+        (services.DEVICE, "GetCapabilities"),
+        (services.MEDIA, "GetProfiles"),
+        (services.MEDIA, "GetStreamUri"),
+    ],
+)
 @FUZZ
-@given(data=messages)
-def test_any_soap_answer_is_read_or_refused_with_a_soap_error(name: str, data: bytes) -> None:
+@given(data=st.one_of(messages, mutated(ANSWER)))
+def test_any_soap_answer_is_read_or_refused_with_a_camera_error(
+    namespace: str, operation: str, data: bytes
+) -> None:
     try:
-        answer = soap.response(data, name)
-    except soap.SoapError:
+        answer = asyncio.run(_answer(namespace, operation, data))
+    except services.CameraError:
         return
-    soap.mac_address(answer)
-    soap.media_xaddr(answer)
-    soap.profile_tokens(answer)
-    soap.stream_uri(answer)
+    _read(answer)
 
 
 txt_keys = st.one_of(st.binary(max_size=20), st.sampled_from([b"", b"=", b"key", b"KEY", b"k y"]))

@@ -3,8 +3,9 @@
 It answers Probes on the group (joined on loopback) with a ProbeMatch naming its device
 service URL, sends Hello and Bye when told, and serves GetSystemDateAndTime (open),
 GetNetworkInterfaces, GetCapabilities, GetProfiles and GetStreamUri (WS-UsernameToken
-PasswordDigest checked, fault otherwise). Written from the specifications, independently of
-the handler, so the two check each other.
+PasswordDigest checked, and its Created time against the camera's own clock, which
+`clock_offset` may set off as real cameras' are; fault otherwise). Written from the
+specifications, independently of the handler, so the two check each other.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import hashlib
 import socket
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from types import TracebackType
 
 from aiohttp import web
@@ -26,6 +28,7 @@ WSA = "http://schemas.xmlsoap.org/ws/2004/08/addressing"
 WSD = "http://schemas.xmlsoap.org/ws/2005/04/discovery"
 NS = {"s": ENV, "a": WSA, "d": WSD}
 OPEN_OPERATIONS = {"GetSystemDateAndTime"}
+TOKEN_FRESHNESS = timedelta(seconds=30)
 
 
 def free_udp_port() -> int:
@@ -67,6 +70,7 @@ class FakeCamera:
         password: str = "secret",
         mac: str = "00:11:22:AA:BB:CC",
         streams: Mapping[str, str] | None = None,
+        clock_offset: timedelta = timedelta(),
     ) -> None:
         self.uuid = uuid
         self.scopes = scopes
@@ -74,6 +78,8 @@ class FakeCamera:
         self.answers_soap = True
         self.extra_probe_replies: list[bytes] = []
         self.operations: list[str] = []
+        self.clock_offset = clock_offset
+        self.refused: list[str] = []  # operations refused for want of a valid token
         self._port = port
         self._username, self._password, self._mac = username, password, mac
         self._streams = dict(streams or {"main_1": "rtsp://127.0.0.1:554/main"})
@@ -176,6 +182,12 @@ class FakeCamera:
         if token is None:
             return False
         fields = {child.tag.rpartition("}")[2]: child.text or "" for child in token}
+        try:
+            created = datetime.fromisoformat(fields.get("Created", "").replace("Z", "+00:00"))
+        except ValueError:
+            return False
+        if abs(created - self.now()) > TOKEN_FRESHNESS:
+            return False
         nonce = base64.b64decode(fields.get("Nonce", ""))
         expected = hashlib.sha1(
             nonce + fields.get("Created", "").encode() + self._password.encode()
@@ -184,6 +196,9 @@ class FakeCamera:
             fields.get("Username") == self._username
             and fields.get("Password") == base64.b64encode(expected).decode()
         )
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + self.clock_offset
 
     async def _soap(self, request: web.Request) -> web.Response:
         if not self.answers_soap:
@@ -195,6 +210,7 @@ class FakeCamera:
         name = operation.tag.rpartition("}")[2]
         self.operations.append(name)
         if name not in OPEN_OPERATIONS and not self._authorized(root):
+            self.refused.append(name)
             return _fault("Sender not authorized")
         return web.Response(
             body=_envelope("", self._answer(name, operation)),
@@ -203,10 +219,15 @@ class FakeCamera:
 
     def _answer(self, name: str, operation: ET.Element) -> str:
         if name == "GetSystemDateAndTime":
+            now = self.now()
             return (
                 "<tds:GetSystemDateAndTimeResponse><tds:SystemDateAndTime>"
-                "<tt:DateTimeType>NTP</tt:DateTimeType></tds:SystemDateAndTime>"
-                "</tds:GetSystemDateAndTimeResponse>"
+                "<tt:DateTimeType>NTP</tt:DateTimeType><tt:DaylightSavings>false"
+                "</tt:DaylightSavings><tt:UTCDateTime><tt:Time>"
+                f"<tt:Hour>{now.hour}</tt:Hour><tt:Minute>{now.minute}</tt:Minute>"
+                f"<tt:Second>{now.second}</tt:Second></tt:Time><tt:Date><tt:Year>{now.year}"
+                f"</tt:Year><tt:Month>{now.month}</tt:Month><tt:Day>{now.day}</tt:Day></tt:Date>"
+                "</tt:UTCDateTime></tds:SystemDateAndTime></tds:GetSystemDateAndTimeResponse>"
             )
         if name == "GetNetworkInterfaces":
             return (

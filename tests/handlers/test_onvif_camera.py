@@ -1,16 +1,15 @@
-"""Pure: onvif details, filters, properties, credentials and SOAP envelopes."""
+"""Pure: onvif details, filters, properties, credentials and reading answers."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace as ns
 
 import pytest
 
 from akri.agent.discovery.model import InvalidProperties
-from akri.discovery_handlers.onvif import soap
+from akri.discovery_handlers.onvif import answers
 from akri.discovery_handlers.onvif.camera import (
     Camera,
     answered_passes,
@@ -124,39 +123,34 @@ def test_unusable_credentials_are_refused(properties: dict[str, bytes], reason: 
         credential_table(properties)
 
 
-def test_username_token_digest_follows_the_profile() -> None:
-    nonce, now = b"0123456789abcdef", datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
-    header = soap.security_header(Credentials("ad<min", "pw"), nonce, now)
-    expected = base64.b64encode(
-        hashlib.sha1(nonce + b"2024-01-02T03:04:05.678Z" + b"pw").digest()
-    ).decode()
-    assert f'#PasswordDigest">{expected}</wsse:Password>' in header
-    assert "<wsse:Username>ad&lt;min</wsse:Username>" in header
-    assert ">pw<" not in header
-
-
-def test_answers_faults_and_hostile_answers() -> None:
-    ok = soap.envelope(
-        "<r:GetProfilesResponse xmlns:r='urn:r'><r:Profiles token='t1'/>"
-        "<r:Profiles/></r:GetProfilesResponse>"
+def test_clock_offset_is_the_cameras_utc_clock_ahead_of_ours() -> None:
+    now = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
+    told = ns(
+        UTCDateTime=ns(Date=ns(Year=2024, Month=1, Day=2), Time=ns(Hour=3, Minute=14, Second=5))
     )
-    assert soap.profile_tokens(soap.response(ok, "GetProfilesResponse")) == ["t1"]
-    fault = soap.envelope("<s:Fault><s:Reason><s:Text>nope</s:Text></s:Reason></s:Fault>")
-    with pytest.raises(soap.SoapError, match="SOAP fault: nope"):
-        soap.response(fault, "GetProfilesResponse")
-    with pytest.raises(soap.SoapError, match="without GetStreamUriResponse"):
-        soap.response(ok, "GetStreamUriResponse")
-    with pytest.raises(soap.SoapError, match="DTD"):
-        soap.response(b"<!DOCTYPE a><a/>", "a")
+    assert answers.clock_offset(told, now) == timedelta(minutes=10)
+    assert answers.clock_offset(ns(UTCDateTime=None), now) == timedelta()
+    broken = ns(UTCDateTime=ns(Date=ns(Year=2024, Month=13, Day=2), Time=told.UTCDateTime.Time))
+    assert answers.clock_offset(broken, now) == timedelta()
 
 
 def test_mac_address_prefers_enabled_interfaces() -> None:
-    answer = soap.envelope(
-        "<r:GetNetworkInterfacesResponse xmlns:r='urn:r'>"
-        "<r:NetworkInterfaces><r:Enabled>false</r:Enabled><r:HwAddress>off</r:HwAddress>"
-        "</r:NetworkInterfaces><r:NetworkInterfaces><r:Enabled>true</r:Enabled>"
-        "<r:Info><r:HwAddress>on</r:HwAddress></r:Info></r:NetworkInterfaces>"
-        "</r:GetNetworkInterfacesResponse>"
-    )
-    interfaces = soap.response(answer, "GetNetworkInterfacesResponse")
-    assert soap.mac_address(interfaces) == "on"
+    interfaces = [
+        ns(Enabled=False, Info=ns(HwAddress="off")),
+        ns(Enabled=True, Info=None),
+        ns(Enabled=True, Info=ns(HwAddress=" on ")),
+    ]
+    assert answers.mac_address(interfaces) == "on"
+    assert answers.mac_address([ns(Enabled=False, Info=ns(HwAddress="off"))]) == "off"
+    assert answers.mac_address(None) is None
+
+
+def test_services_profiles_and_stream_uris_are_read_leniently() -> None:
+    listed = [ns(Namespace="urn:a", XAddr="http://a"), ns(Namespace="urn:b", XAddr=None)]
+    assert answers.service_addresses(listed) == {"urn:a": "http://a"}
+    assert answers.media_address(ns(Media=ns(XAddr="http://m"))) == "http://m"
+    assert answers.media_address(ns(Media=None)) is None
+    assert answers.profile_tokens([ns(token="t1"), ns(token=None), ns()]) == ["t1"]
+    assert answers.stream_uri(ns(Uri="rtsp://a")) == "rtsp://a"
+    assert answers.stream_uri("rtsp://b") == "rtsp://b"
+    assert answers.stream_uri(ns(Uri="")) is None

@@ -6,6 +6,7 @@ import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,16 @@ async def test_credentials_add_mac_and_stream_uris(port: int, camera: FakeCamera
         (device,) = await next_list(lists)
     assert device.properties["ONVIF_DEVICE_MAC_ADDRESS"] == "00:11:22:AA:BB:CC"
     assert device.properties["ONVIF_DEVICE_STREAM_URI_MAIN_1"] == "rtsp://127.0.0.1:554/main"
+
+
+async def test_a_camera_whose_clock_is_ten_minutes_off_accepts_our_tokens(port: int) -> None:
+    async with (
+        FakeCamera(port=port, uuid=UUID, clock_offset=timedelta(minutes=10)) as camera,
+        aclosing(discover(port, ONCE, CREDENTIALS)) as lists,
+    ):
+        (device,) = await next_list(lists)
+    assert device.properties["ONVIF_DEVICE_STREAM_URI_MAIN_1"] == "rtsp://127.0.0.1:554/main"
+    assert camera.refused == []
 
 
 async def test_credential_list_property_form(port: int, camera: FakeCamera) -> None:

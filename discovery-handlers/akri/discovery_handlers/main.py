@@ -106,8 +106,9 @@ async def run(server: HandlerServer) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv, os.environ)
+    # force: onvif-zeep-async configures the root logger (INFO) when it is imported.
     logging.basicConfig(
-        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
     )
     try:
         handler = HANDLERS[args.handler](args.shared, os.environ)

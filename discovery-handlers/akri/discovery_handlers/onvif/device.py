@@ -1,96 +1,74 @@
-"""ONVIF SOAP over HTTP: does a camera answer, and (with credentials) its MAC and streams.
+"""Does a camera answer, and (with credentials) its MAC address and stream URIs.
 
-Every request has a timeout, so a silent camera costs at most that and is simply not listed.
-Failures of the authenticated calls only leave those properties out, with a warning.
+GetSystemDateAndTime comes first, unsigned as ONVIF allows: it tells that the camera answers,
+and its clock, with which every later WS-UsernameToken is signed (a camera whose clock is a few
+minutes off refuses tokens created by ours). Every request has a timeout, so a silent camera
+costs at most that and is simply not listed; failures of the signed calls only leave those
+properties out, with a warning.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
-import aiohttp
+from zeep.wsdl import Document
 
-from akri.discovery_handlers.onvif import soap
+from akri.discovery_handlers.onvif import answers
 from akri.discovery_handlers.onvif.camera import Camera
 from akri.discovery_handlers.onvif.credentials import Credentials
+from akri.discovery_handlers.onvif.services import (
+    DEVICE,
+    MEDIA,
+    AnswerTransport,
+    CameraError,
+)
+from akri.discovery_handlers.onvif.services import Camera as Services
 
 log = logging.getLogger(__name__)
 
-MAX_ANSWER_BYTES = 1 << 20
-NONCE_BYTES = 16
+RTSP_UNICAST = {"Stream": "RTP-Unicast", "Transport": {"Protocol": "RTSP"}}
 
 
-class _Client:
-    """SOAP calls to one camera, signed with its credentials when there are any."""
-
-    def __init__(
-        self, session: aiohttp.ClientSession, credentials: Credentials | None, timeout: float
-    ) -> None:
-        self._session = session
-        self._credentials = credentials
-        self._timeout = aiohttp.ClientTimeout(total=timeout)
-
-    async def call(self, url: str, body: str, answer: str) -> ET.Element:
-        """The `answer` element; SoapError, aiohttp.ClientError or TimeoutError otherwise."""
-        security = (
-            soap.security_header(self._credentials, os.urandom(NONCE_BYTES), datetime.now(UTC))
-            if self._credentials is not None
-            else ""
-        )
-        async with self._session.post(
-            url,
-            data=soap.envelope(body, security),
-            headers={"Content-Type": soap.CONTENT_TYPE},
-            timeout=self._timeout,
-        ) as reply:
-            data = await reply.content.read(MAX_ANSWER_BYTES)
-        return soap.response(data, answer)
-
-
-async def _details(client: _Client, service_url: str) -> tuple[str | None, dict[str, str]]:
-    """MAC address and stream URIs by profile token; raises like `_Client.call`."""
-    interfaces = await client.call(
-        service_url, soap.GET_NETWORK_INTERFACES, "GetNetworkInterfacesResponse"
-    )
-    capabilities = await client.call(
-        service_url, soap.GET_MEDIA_CAPABILITIES, "GetCapabilitiesResponse"
-    )
-    media_url = soap.media_xaddr(capabilities) or service_url
-    profiles = await client.call(media_url, soap.GET_PROFILES, "GetProfilesResponse")
+async def _streams(services: Services, service_url: str) -> dict[str, str]:
+    """Stream URIs by profile token, from the media service the camera names."""
+    capabilities = await services.call(DEVICE, service_url, "GetCapabilities", Category="Media")
+    media_url = answers.media_address(capabilities) or service_url
+    profiles = await services.call(MEDIA, media_url, "GetProfiles")
     streams: dict[str, str] = {}
-    for token in soap.profile_tokens(profiles):
-        answer = await client.call(media_url, soap.get_stream_uri(token), "GetStreamUriResponse")
-        if (uri := soap.stream_uri(answer)) is not None:
+    for token in answers.profile_tokens(profiles):
+        answer = await services.call(
+            MEDIA, media_url, "GetStreamUri", StreamSetup=RTSP_UNICAST, ProfileToken=token
+        )
+        if (uri := answers.stream_uri(answer)) is not None:
             streams[token] = uri
-    return soap.mac_address(interfaces), streams
+    return streams
 
 
 async def inspect(
-    session: aiohttp.ClientSession,
+    transport: AnswerTransport,
+    documents: Mapping[str, Document],
     service_url: str,
     device_uuid: str,
     credentials: Credentials | None,
-    request_timeout: float,
 ) -> Camera | None:
     """The camera at `service_url`, or None when it does not answer GetSystemDateAndTime."""
-    errors = (soap.SoapError, aiohttp.ClientError, TimeoutError, ValueError)
+    services = Services(transport, documents, credentials)
     try:
-        await _Client(session, None, request_timeout).call(
-            service_url, soap.GET_SYSTEM_DATE_AND_TIME, "GetSystemDateAndTimeResponse"
-        )
-    except errors as error:
+        clock = await services.call(DEVICE, service_url, "GetSystemDateAndTime", signed=False)
+    except CameraError as error:
         log.warning("onvif camera %s at %s does not answer: %s", device_uuid, service_url, error)
         return None
     if credentials is None:
         return Camera(service_url, device_uuid)
+    services.clock_offset = answers.clock_offset(clock, datetime.now(UTC))
     try:
-        mac, streams = await _details(_Client(session, credentials, request_timeout), service_url)
-    except errors as error:
+        interfaces = await services.call(DEVICE, service_url, "GetNetworkInterfaces")
+        streams = await _streams(services, service_url)
+    except CameraError as error:
         log.warning(
             "onvif camera %s at %s: no MAC address or streams: %s", device_uuid, service_url, error
         )
         return Camera(service_url, device_uuid)
-    return Camera(service_url, device_uuid, mac, streams)
+    return Camera(service_url, device_uuid, answers.mac_address(interfaces), streams)

@@ -12,11 +12,13 @@ import asyncio
 from collections.abc import AsyncGenerator, Iterable, Mapping
 
 import aiohttp
+from zeep.wsdl import Document
 
 from akri.agent.discovery.model import Device, HandlerUnavailable
 from akri.discovery_handlers.onvif import camera, probe
 from akri.discovery_handlers.onvif.credentials import Credentials, credential_table, credentials_for
 from akri.discovery_handlers.onvif.device import inspect
+from akri.discovery_handlers.onvif.services import Transport, documents
 from akri.discovery_handlers.onvif.wsdiscovery import PORT, Endpoint, Message
 from akri.settings import Variable
 
@@ -36,16 +38,16 @@ class _Cameras:
 
     def __init__(
         self,
-        session: aiohttp.ClientSession,
+        transport: Transport,
+        documents: Mapping[str, Document],
         details: camera.Details,
         credentials: Mapping[str, Credentials],
-        timeout: float,
     ) -> None:
         self.found: dict[str, list[Device]] = {}
-        self._session = session
+        self._transport = transport
+        self._documents = documents
         self._details = details
         self._credentials = credentials
-        self._timeout = timeout
 
     async def _devices(self, endpoint: Endpoint) -> list[Device]:
         if not camera.announced_passes(endpoint, self._details):
@@ -53,7 +55,7 @@ class _Cameras:
         credentials = credentials_for(self._credentials, endpoint.uuid)
         answered = await asyncio.gather(
             *(
-                inspect(self._session, url, endpoint.uuid, credentials, self._timeout)
+                inspect(self._transport, self._documents, url, endpoint.uuid, credentials)
                 for url in endpoint.xaddrs
             )
         )
@@ -102,6 +104,7 @@ class Onvif:
     ) -> AsyncGenerator[list[Device], None]:
         parsed = camera.details_of(details)
         credentials = credential_table(properties)
+        wsdls = await documents()
         interface = parsed.interface_address or self._interface_address
         announcements = probe.Announcements()
         try:
@@ -112,7 +115,8 @@ class Onvif:
         loop = asyncio.get_running_loop()
         try:
             async with aiohttp.ClientSession() as session:
-                cameras = _Cameras(session, parsed, credentials, self._request_timeout)
+                transport = Transport(session, self._request_timeout)
+                cameras = _Cameras(transport, wsdls, parsed, credentials)
                 sent: list[Device] | None = None
                 while True:
                     try:
