@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from akri.api.wire import Condition, ExactlyOne, Resource, WireModel
+from akri.api.wire import Condition, ExactlyOne, Resource, WireModel, cel_rule
 
 PROPERTY_NAME_PATTERN = r"^[_A-Za-z][_A-Za-z0-9]*$"
+HANDLER_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"
+HANDLER_NAME_MAX = 63
+HANDLER_NAME_MESSAGE = (
+    "a discovery handler name starts with a letter and has only letters, digits, - and _ "
+    f"(at most {HANDLER_NAME_MAX} characters), like debugEcho, udev, onvif or mdns"
+)
+UNIQUE_PROPERTIES_MESSAGE = "discoveryProperties names must be unique"
 
 
 class ConditionType(StrEnum):
@@ -61,12 +69,33 @@ class DiscoveryProperty(ExactlyOne):
 class DiscoveryHandlerInfo(WireModel):
     """Which discovery handler finds the devices, and what it should look for."""
 
-    name: str = Field(min_length=1)
+    name: str = Field(
+        max_length=HANDLER_NAME_MAX,
+        json_schema_extra=cel_rule(f"self.matches('{HANDLER_NAME_PATTERN}')", HANDLER_NAME_MESSAGE),
+    )
     """Name the handler registers with, e.g. debugEcho, udev, onvif, mdns."""
     discovery_details: str = ""
     """Handler-specific settings as a YAML string, parsed by the handler."""
-    discovery_properties: list[DiscoveryProperty] = Field(default_factory=list)
+    discovery_properties: list[DiscoveryProperty] = Field(
+        default_factory=list,
+        # A map keyed by name: the API server refuses a duplicate name without a CEL rule.
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
     """Named values (possibly secret) sent to the handler alongside the details."""
+
+    @field_validator("name")
+    @classmethod
+    def _handler_name(cls, name: str) -> str:
+        if not re.match(HANDLER_NAME_PATTERN, name):
+            raise ValueError(HANDLER_NAME_MESSAGE)
+        return name
+
+    @field_validator("discovery_properties")
+    @classmethod
+    def _unique_properties(cls, properties: list[DiscoveryProperty]) -> list[DiscoveryProperty]:
+        if len({p.name for p in properties}) < len(properties):
+            raise ValueError(UNIQUE_PROPERTIES_MESSAGE)
+        return properties
 
 
 class BrokerSpec(ExactlyOne):

@@ -31,6 +31,15 @@ class WireModel(BaseModel):
     )
 
 
+def cel_rule(rule: str, message: str) -> dict[str, Any]:
+    """A field's `json_schema_extra`: a CEL rule the API server checks, with the user's message.
+
+    The model enforces the same rule in Python with the same message (a validator next to it),
+    so a Configuration is refused alike by `kubectl apply` and by the agent.
+    """
+    return {"x-kubernetes-validations": [{"rule": rule, "message": message}]}
+
+
 def _one_of_rule(schema: dict[str, Any], model: type[ExactlyOne]) -> None:
     """Carry the exactly-one rule into the schema as CEL, so the API server enforces it too."""
     first, second = model.one_of_aliases()
