@@ -22,6 +22,7 @@ from tests.conformance.support import (
     gone,
     new_client,
 )
+from tests.kubectl import Kubectl
 from tests.support import eventually
 
 
@@ -71,6 +72,11 @@ async def namespace(core: client.CoreV1Api) -> AsyncIterator[str]:
     await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
     yield name
     await core.delete_namespace(name)
+
+
+@pytest.fixture
+def kubectl(cluster: Cluster, tmp_path: Path, namespace: str) -> Kubectl:
+    return Kubectl(cluster.kubeconfig, tmp_path, namespace)
 
 
 @pytest.fixture

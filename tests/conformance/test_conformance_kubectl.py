@@ -9,15 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conformance.support import DEADLINE_S, GROUP, PLURAL, VERSION, WIDGET_CRD, Cluster
+from tests.conformance.support import DEADLINE_S, GROUP, PLURAL, VERSION, WIDGET_CRD
 from tests.kubectl import Kubectl, needs_kubectl
 
 pytestmark = needs_kubectl
-
-
-@pytest.fixture
-def kubectl(cluster: Cluster, tmp_path: Path, namespace: str) -> Kubectl:
-    return Kubectl(cluster.kubeconfig, tmp_path, namespace)
 
 
 @pytest.fixture

@@ -28,12 +28,13 @@ def _get(obj: JSON, path: str) -> Any:
     return value
 
 
-def _path(path: str) -> Any:
+def path_cell(path: str) -> Any:
+    """A printer-column cell: the raw value at a dotted path, None when absent."""
     return lambda obj: _get(obj, path)
 
 
-NAME = Column("Name", "string", _path("metadata.name"), "Name of the object", format="name")
-AGE = Column("Age", "date", _path("metadata.creationTimestamp"), "Time since creation")
+NAME = Column("Name", "string", path_cell("metadata.name"), "Name of the object", format="name")
+AGE = Column("Age", "date", path_cell("metadata.creationTimestamp"), "Time since creation")
 
 
 def _node_status(node: JSON) -> str:
@@ -148,7 +149,7 @@ def builtin_kinds() -> list[ResourceType]:
         ResourceType(
             "", "v1", "Namespace", "namespaces", "namespace", False, ("ns",),
             subresources=frozenset({"status"}),
-            columns=(NAME, Column("Status", "string", _path("status.phase")), AGE),
+            columns=(NAME, Column("Status", "string", path_cell("status.phase")), AGE),
             field_labels=_fields("status.phase"),
             prepare_create=_prepare_namespace,
         ),
@@ -160,7 +161,7 @@ def builtin_kinds() -> list[ResourceType]:
                 Column("Status", "string", _node_status),
                 Column("Roles", "string", lambda _: "<none>"),
                 AGE,
-                Column("Version", "string", _path("status.nodeInfo.kubeletVersion")),
+                Column("Version", "string", path_cell("status.nodeInfo.kubeletVersion")),
             ),
             field_labels=_fields("spec.unschedulable"),
         ),
@@ -173,8 +174,8 @@ def builtin_kinds() -> list[ResourceType]:
                 Column("Status", "string", _pod_status),
                 Column("Restarts", "integer", _restarts),
                 AGE,
-                Column("IP", "string", _path("status.podIP"), priority=1),
-                Column("Node", "string", _path("spec.nodeName"), priority=1),
+                Column("IP", "string", path_cell("status.podIP"), priority=1),
+                Column("Node", "string", path_cell("spec.nodeName"), priority=1),
             ),
             field_labels=_fields(
                 "spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
@@ -191,10 +192,10 @@ def builtin_kinds() -> list[ResourceType]:
             subresources=frozenset({"status"}),
             columns=(
                 NAME,
-                Column("Type", "string", _path("spec.type")),
-                Column("Cluster-IP", "string", _path("spec.clusterIP")),
+                Column("Type", "string", path_cell("spec.type")),
+                Column("Cluster-IP", "string", path_cell("spec.clusterIP")),
                 AGE,
-                Column("Selector", "string", _path("spec.selector"), priority=1),
+                Column("Selector", "string", path_cell("spec.selector"), priority=1),
             ),
             prepare_create=_service_preparer(),
             returns_deleted_object=True,
@@ -202,11 +203,11 @@ def builtin_kinds() -> list[ResourceType]:
         ResourceType(
             "", "v1", "Event", "events", "event", True, ("ev",),
             columns=(
-                Column("Last Seen", "date", _path("lastTimestamp")),
-                Column("Type", "string", _path("type")),
-                Column("Reason", "string", _path("reason")),
+                Column("Last Seen", "date", path_cell("lastTimestamp")),
+                Column("Type", "string", path_cell("type")),
+                Column("Reason", "string", path_cell("reason")),
                 Column("Object", "string", _event_object),
-                Column("Message", "string", _path("message")),
+                Column("Message", "string", path_cell("message")),
             ),
             field_labels=_event_fields(),
         ),
@@ -218,7 +219,7 @@ def builtin_kinds() -> list[ResourceType]:
             "", "v1", "Secret", "secrets", "secret", True,
             columns=(
                 NAME,
-                Column("Type", "string", _path("type")),
+                Column("Type", "string", path_cell("type")),
                 Column("Data", "integer", _count("data")),
                 AGE,
             ),
@@ -228,7 +229,7 @@ def builtin_kinds() -> list[ResourceType]:
         ),
         ResourceType(
             "coordination.k8s.io", "v1", "Lease", "leases", "lease", True,
-            columns=(NAME, Column("Holder", "string", _path("spec.holderIdentity")), AGE),
+            columns=(NAME, Column("Holder", "string", path_cell("spec.holderIdentity")), AGE),
         ),
         ResourceType(
             "batch", "v1", "Job", "jobs", "job", True, (), ("all",),
@@ -246,7 +247,7 @@ def builtin_kinds() -> list[ResourceType]:
             subresources=frozenset({"status"}),
             columns=(
                 NAME,
-                Column("Created At", "string", _path("metadata.creationTimestamp")),
+                Column("Created At", "string", path_cell("metadata.creationTimestamp")),
             ),
             tracks_generation=True,
         ),

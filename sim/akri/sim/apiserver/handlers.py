@@ -17,7 +17,7 @@ import yaml
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from akri.sim.apiserver import discovery, errors, openapi, patching, scale, tables
+from akri.sim.apiserver import discovery, errors, openapi, patching, protobuf, scale, tables
 from akri.sim.apiserver.faults import Faults, RequestInfo
 from akri.sim.apiserver.operations import DeleteOptions, Operations, Selection, WatchFeed
 from akri.sim.apiserver.resources import ResourceType
@@ -324,6 +324,8 @@ class ApiHandlers:
     @staticmethod
     async def _body(request: web.Request, as_yaml: bool = False) -> Any:
         raw = await request.read()
+        if request.content_type == protobuf.PROTOBUF and raw:
+            return protobuf.decode(raw)
         if not raw.strip():
             return None
         try:

@@ -22,6 +22,7 @@ from akri.sim.apiserver.dra_kinds import dra_kinds
 from akri.sim.apiserver.faults import Faults
 from akri.sim.apiserver.handlers import ApiHandlers, pause_gate, status_errors
 from akri.sim.apiserver.operations import Operations
+from akri.sim.apiserver.platform_kinds import platform_kinds
 from akri.sim.apiserver.resources import Registry
 from akri.sim.apiserver.store import DEFAULT_HISTORY, Store
 
@@ -63,7 +64,12 @@ class ApiServer(Service):
         self._host = host
         self._port = port
         registry = Registry()
-        for kind in [*builtin_kinds(), *apps_kinds(), *(dra_kinds() if dra else [])]:
+        for kind in [
+            *builtin_kinds(),
+            *apps_kinds(),
+            *platform_kinds(),
+            *(dra_kinds() if dra else []),
+        ]:
             registry.add(kind)
         self.operations = Operations(registry, Store(history_limit))
         self.faults = Faults(fault_seed)

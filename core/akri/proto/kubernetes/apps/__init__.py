@@ -1,0 +1,1 @@
+"""Kubernetes apps protobuf messages (generated code beside the hand-written .proto)."""

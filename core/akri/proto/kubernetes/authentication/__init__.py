@@ -1,0 +1,1 @@
+"""Kubernetes authentication protobuf messages (generated code beside the hand-written .proto)."""

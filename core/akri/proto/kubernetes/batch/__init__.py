@@ -1,0 +1,1 @@
+"""Kubernetes batch protobuf messages (generated code beside the hand-written .proto)."""

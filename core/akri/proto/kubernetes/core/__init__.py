@@ -1,0 +1,1 @@
+"""Kubernetes core protobuf messages (generated code beside the hand-written .proto)."""

@@ -1,0 +1,1 @@
+"""Kubernetes meta protobuf messages (generated code beside the hand-written .proto)."""

@@ -1,0 +1,1 @@
+"""Kubernetes policy protobuf messages (generated code beside the hand-written .proto)."""

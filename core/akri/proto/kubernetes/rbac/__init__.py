@@ -1,0 +1,1 @@
+"""Kubernetes rbac protobuf messages (generated code beside the hand-written .proto)."""

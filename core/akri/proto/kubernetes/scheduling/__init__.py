@@ -1,0 +1,1 @@
+"""Kubernetes scheduling protobuf messages (generated code beside the hand-written .proto)."""
