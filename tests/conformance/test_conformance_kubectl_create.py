@@ -12,8 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.kubectl import Kubectl, needs_kubectl
 
 pytestmark = needs_kubectl
@@ -63,6 +61,28 @@ CASES: dict[str, Case] = {
                 "selector": {"app": "web"},
                 "ports": [{"name": "80-8080", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
             },
+        },
+    ),
+    "deployment": lambda ns: (
+        ["create", "deployment", "idle", "--image=busybox", "--replicas=0", "--port=80"],
+        "deployment/idle",
+        {
+            "spec": {
+                "replicas": 0,
+                "selector": {"matchLabels": {"app": "idle"}},
+                "template": {
+                    "metadata": {"labels": {"app": "idle"}},
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "busybox",
+                                "image": "busybox",
+                                "ports": [{"containerPort": 80}],
+                            }
+                        ]
+                    },
+                },
+            }
         },
     ),
     "job": lambda ns: (
