@@ -94,6 +94,7 @@ def _add_instance_name(subparsers: Subparsers) -> None:
 
 def _run_sim(args: argparse.Namespace) -> int:
     # Imported here: the simulator pulls in aiohttp and grpc, which `akri crds` does not need.
+    from akri.dra.mode import Mode
     from akri.sim.cluster import node_names
     from akri.sim.main import run
 
@@ -116,6 +117,7 @@ def _run_sim(args: argparse.Namespace) -> int:
                 manifests=args.apply,
                 akri=not args.bare,
                 offline_grace=args.offline_grace,
+                mode=Mode(args.mode),
             )
         )
     except (OSError, ValueError) as error:
@@ -171,6 +173,13 @@ def _add_sim(subparsers: Subparsers) -> None:
         metavar="DURATION",
         help="how long a device may be missing on a node before the node leaves its Instance "
         "(the agents' OFFLINE_GRACE; e.g. 30s, 5m; default: %(default)gs)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("device-plugin", "dra", "auto"),
+        default="device-plugin",
+        help="how agents offer devices: kubelet device plugins or Dynamic Resource Allocation "
+        "(default: %(default)s)",
     )
     parser.add_argument(
         "--log-level", default="WARNING", help="logging level (default: %(default)s)"

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Coroutine, Sequence
+from typing import Any
 
 from kubernetes_asyncio import client, config
 
@@ -21,12 +22,14 @@ from akri.agent.discovery.handler import DiscoveryHandler
 from akri.agent.discovery.kube_properties import kube_reader
 from akri.agent.discovery.registration import RegistrationServer
 from akri.agent.discovery.registry import HandlerRegistry
+from akri.agent.dra_slices import LocalSlices
 from akri.agent.instances import InstanceCache
 from akri.agent.plugins import Allocations, PluginManager, Reclaimer
 from akri.agent.runner import RunnerEnv
 from akri.agent.settings import AgentSettings
 from akri.agent.status import StatusReporter
 from akri.discovery_handlers.debug_echo import DebugEcho
+from akri.dra.mode import Mode, resolve
 from akri.telemetry import serve_telemetry
 
 log = logging.getLogger(__name__)
@@ -77,6 +80,9 @@ class Agent:
         self.cache: InstanceCache | None = None
         self.configurations: ConfigurationWatcher | None = None
         self.plugins: PluginManager | None = None
+        self.slices: LocalSlices | None = None
+        self.mode: Mode | None = None
+        """The allocation mode, once resolved at start."""
 
     @property
     def ready(self) -> bool:
@@ -110,11 +116,37 @@ class Agent:
             offline_grace=settings.offline_grace,
         )
         configurations = ConfigurationWatcher(api_client, env, settings.akri_namespace)
+        self.cache, self.configurations = cache, configurations
+        self.mode = await resolve(settings.akri_mode, api_client, settings.plugins_registry_dir)
+        components = (
+            self._dra_components(api_client, cache, configurations)
+            if self.mode is Mode.DRA
+            else self._device_plugin_components(cache, configurations)
+        )
+        async with contextlib.AsyncExitStack() as stack:
+            await stack.enter_async_context(
+                RegistrationServer(self.registry, settings.discovery_handlers_directory)
+            )
+            if settings.metrics_port:
+                telemetry = await serve_telemetry(settings.metrics_port, lambda: self.ready)
+                stack.push_async_callback(telemetry.cleanup)
+            log.info("agent of node %s starting in %s mode", node, self.mode)
+            async with asyncio.TaskGroup() as tasks:
+                tasks.create_task(cache.run(), name="instances")
+                tasks.create_task(configurations.run(), name="configurations")
+                for name, work in components.items():
+                    tasks.create_task(work, name=name)
+
+    def _device_plugin_components(
+        self, cache: InstanceCache, configurations: ConfigurationWatcher
+    ) -> dict[str, Coroutine[Any, Any, None]]:
+        """Device plugins per Instance and Configuration, and the slot reclaimer."""
+        settings = self.settings
         allocations = Allocations()
         plugins = PluginManager(
             cache,
             configurations.get,
-            node,
+            settings.agent_node_name,
             allocations=allocations,
             device_plugins_dir=settings.device_plugins_dir,
             allocate_timeout=settings.allocate_timeout,
@@ -123,23 +155,23 @@ class Agent:
         configurations.on_change = plugins.configurations_changed
         reclaimer = Reclaimer(
             cache,
-            node,
+            settings.agent_node_name,
             settings.pod_resources_socket,
             allocations=allocations,
             interval=settings.reclaim_interval,
             grace=settings.reclaim_grace,
         )
-        self.cache, self.configurations, self.plugins = cache, configurations, plugins
-        async with contextlib.AsyncExitStack() as stack:
-            await stack.enter_async_context(
-                RegistrationServer(self.registry, settings.discovery_handlers_directory)
-            )
-            if settings.metrics_port:
-                telemetry = await serve_telemetry(settings.metrics_port, lambda: self.ready)
-                stack.push_async_callback(telemetry.cleanup)
-            log.info("agent of node %s starting", node)
-            async with asyncio.TaskGroup() as tasks:
-                tasks.create_task(cache.run(), name="instances")
-                tasks.create_task(configurations.run(), name="configurations")
-                tasks.create_task(plugins.run(), name="device plugins")
-                tasks.create_task(reclaimer.run(), name="slot reclaim")
+        self.plugins = plugins
+        return {"device plugins": plugins.run(), "slot reclaim": reclaimer.run()}
+
+    def _dra_components(
+        self,
+        api_client: client.ApiClient,
+        cache: InstanceCache,
+        configurations: ConfigurationWatcher,
+    ) -> dict[str, Coroutine[Any, Any, None]]:
+        """This node's ResourceSlices (docs/design.md §8a)."""
+        slices = LocalSlices(api_client, cache, configurations.get, self.settings.agent_node_name)
+        configurations.on_change = slices.configurations_changed
+        self.slices = slices
+        return {"resource slices": slices.run()}

@@ -14,12 +14,17 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from akri.agent.discovery.registration import DEFAULT_DIRECTORY
 from akri.discovery_handlers.debug_echo import DEFAULT_AVAILABILITY_FILE, parse_bool
+from akri.dra.mode import Mode
 from akri.durations import OFFLINE_GRACE_S, Duration
 from akri.naming import object_name_problem
 from akri.proto.deviceplugin.v1beta1.constants import DEVICE_PLUGIN_PATH
 from akri.proto.podresources.v1.constants import POD_RESOURCES_SOCKET
 from akri.settings import load
 from akri.unix_sockets import directory_problem
+
+PLUGINS_REGISTRY = "/var/lib/kubelet/plugins_registry"
+KUBELET_PLUGINS = "/var/lib/kubelet/plugins"
+CDI_DIR = "/var/run/cdi"
 
 
 def _node_name(name: str) -> str:
@@ -78,6 +83,15 @@ class AgentSettings(BaseSettings):
     """How often held slots are compared with the kubelet's PodResources."""
     allocate_timeout: PositiveDuration = 5.0
     """Longest an Allocate call may take before the kubelet gets an error."""
+    akri_mode: Mode = Mode.DEVICE_PLUGIN
+    """`device-plugin`, `dra` or `auto` (DRA when the API serves resource.k8s.io/v1 and the
+    kubelet's plugins_registry directory exists)."""
+    plugins_registry_dir: Path = Path(PLUGINS_REGISTRY)
+    """Where the kubelet discovers plugins (DRA mode registers here)."""
+    kubelet_plugins_dir: Path = Path(KUBELET_PLUGINS)
+    """Where the DRA plugin serves its socket and keeps its checkpoint, under `akri.sh/`."""
+    cdi_dir: Path = Path(CDI_DIR)
+    """Where prepared devices' CDI spec files go for the container runtime."""
     log_level: Annotated[
         Literal["DEBUG", "INFO", "WARNING", "ERROR"], BeforeValidator(lambda v: str(v).upper())
     ] = "INFO"

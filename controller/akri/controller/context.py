@@ -16,6 +16,7 @@ from akri.controller.cache import Cache, OnChange
 from akri.controller.conditions import BrokerOutcome
 from akri.controller.retries import Retries
 from akri.controller.workqueue import WorkQueue
+from akri.dra.mode import Mode
 from akri.kube.reflector import ListFunction, Object
 from akri.slots import ConfigurationHolder, NodeHolder, parse_usage
 
@@ -41,6 +42,8 @@ class Tuning:
     workers: int = 8
     max_in_flight: int = 32
     """API writes one controller has under way at once."""
+    mode: Mode = Mode.DEVICE_PLUGIN
+    """Allocation mode (docs/design.md §8a); `auto` is resolved when the controller starts."""
 
 
 def owned_by(obj: Object, uid: str | None) -> bool:

@@ -31,10 +31,12 @@ from akri.controller.context import (
     WorkKey,
     instance_nodes,
 )
+from akri.controller.dra import DraPublisher
 from akri.controller.node_loss import reconcile_node
 from akri.controller.nodes import NodeWatch, is_ready
 from akri.controller.retries import Retries
 from akri.controller.workqueue import WorkQueue
+from akri.dra.mode import Mode, resolve
 from akri.kube.reflector import EventType, Object, object_key
 
 log = logging.getLogger(__name__)
@@ -70,6 +72,9 @@ class Controller:
         self.nodes = NodeWatch(tuning.node_grace)
         self._failures: Retries[WorkKey] = Retries(lambda: Backoff(*RECONCILE_RETRY_S))
         self._pod_count = metrics.BrokerPodCount()
+        self._api_client = api_client
+        self.dra: DraPublisher | None = None
+        """Set in DRA mode once the mode is resolved."""
         self.ready = False
 
     async def run(self) -> None:
@@ -79,6 +84,11 @@ class Controller:
                     tasks.create_task(cache.run(), name="controller-watch")
                 for cache in self.caches.all():
                     await cache.wait_synced()
+                if await resolve(self.tuning.mode, self._api_client) is Mode.DRA:
+                    self.dra = DraPublisher(self._api_client, self.caches)
+                    await self.dra.sweep()
+                    for namespace, name in list(self.caches.configurations.reflector.objects):
+                        self.queue.add((CONFIGURATION, namespace, name))
                 self.ready = True
                 log.info("caches synced; reconciling with %d workers", self.tuning.workers)
                 for _ in range(self.tuning.workers):
@@ -148,6 +158,8 @@ class Controller:
                 await reconcile_instance(self.context, namespace, name)
             elif kind == CONFIGURATION:
                 await reconcile_configuration(self.context, namespace, name)
+                if self.dra is not None:
+                    await self.dra.reconcile(namespace, name)
             else:
                 await reconcile_node(self.context, self.nodes, name)
         except Exception as error:  # one object's trouble must not stop the others

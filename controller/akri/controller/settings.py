@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from akri.controller.context import Tuning
 from akri.controller.leader import LeaseTiming
+from akri.dra.mode import Mode
 from akri.durations import Duration
 from akri.logs import LogFormat
 from akri.settings import load
@@ -59,6 +60,8 @@ class ControllerSettings(BaseSettings):
     """Reconciles run at once (different objects only)."""
     metrics_port: int = Field(default=8080, ge=0, le=65535)
     """Port of /metrics, /healthz and /readyz; 0 serves none of them."""
+    akri_mode: Mode = Mode.DEVICE_PLUGIN
+    """`device-plugin`, `dra` or `auto` (DRA when the API serves resource.k8s.io/v1)."""
     log_level: Annotated[
         Literal["DEBUG", "INFO", "WARNING", "ERROR"], BeforeValidator(lambda v: str(v).upper())
     ] = "INFO"
@@ -81,6 +84,7 @@ class ControllerSettings(BaseSettings):
             backoff_initial=self.broker_backoff_initial,
             backoff_max=self.broker_backoff_max,
             workers=self.workers,
+            mode=self.akri_mode,
         )
 
     def lease_timing(self) -> LeaseTiming:

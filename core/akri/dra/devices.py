@@ -165,3 +165,17 @@ def instance_devices(
             {"name": dns_label(slot), **common} for slot in slot_ids(name, capacity)
         )
     return result
+
+
+def published_devices(
+    instance: Instance, configuration: Configuration, *, per_device_nodes: bool
+) -> Devices:
+    """The devices of `instance` as its Configuration has them published; an Instance being
+    deleted is tainted, so no new claim gets it while its pods finish."""
+    return instance_devices(
+        instance,
+        handler=configuration.spec.discovery_handler.name,
+        unique=configuration.spec.unique_devices,
+        per_device_nodes=per_device_nodes,
+        offline=instance.metadata.deletion_timestamp is not None,
+    )

@@ -9,6 +9,7 @@ Kubernetes API over HTTP (kubernetes-asyncio) and through gRPC on unix sockets.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import shutil
 import tempfile
@@ -25,6 +26,7 @@ from akri.api import crd_definitions
 from akri.controller.context import Tuning
 from akri.controller.controller import Controller
 from akri.discovery_handlers.debug_echo import DebugEcho
+from akri.dra.mode import Mode
 from akri.service import Service
 from akri.sim.apiserver import ApiServer
 from akri.sim.kubelet import Kubelet
@@ -54,6 +56,8 @@ class SimNode:
     device_plugins_dir: Path
     pod_resources_dir: Path
     discovery_handlers_dir: Path
+    kubelet_dir: Path
+    """The node's /var/lib/kubelet: plugins_registry/ and plugins/ of DRA plugins live here."""
     debug_echo: DebugEcho
     debug_echo_file: Path
     """Write OFFLINE or device descriptions here to take the node's debugEcho devices offline."""
@@ -82,16 +86,20 @@ class Cluster(Service):
         agents: bool = False,
         controller: Tuning | None = None,
         agent_options: Mapping[str, Any] | None = None,
+        mode: Mode = Mode.DEVICE_PLUGIN,
+        dra_api: bool = True,
     ) -> None:
         """`agents` runs an akri agent on every node (with an embedded debugEcho whose
         availability file is `<workdir>/nodes/<node>/debug-echo-availability`); `controller`
         runs the akri controller with that tuning. `agent_options` are AgentSettings fields
-        (e.g. offline_grace) for every agent."""
+        (e.g. offline_grace) for every agent. `mode` is the agents' and the controller's
+        allocation mode; `dra_api` whether the API server serves resource.k8s.io/v1."""
         # Unix socket paths are limited to 107 bytes: keep the work directory short.
         self._owned_workdir = workdir is None
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="akri-sim-", dir="/tmp"))
         self.kubeconfig = kubeconfig or self.workdir / "kubeconfig"
-        self.server = ApiServer(host=host, port=port)
+        self.server = ApiServer(host=host, port=port, dra=dra_api)
+        self.mode = mode
         self.nodes = {name: self._node(name) for name in nodes}
         self._agents = agents
         self._agent_options = dict(agent_options or {})
@@ -107,7 +115,16 @@ class Cluster(Service):
         availability = root / "debug-echo-availability"
         echo = DebugEcho(availability_file=availability)
         kubelet = Kubelet(name, plugins, pod_resources)
-        return SimNode(name, kubelet, plugins, pod_resources, root / "akri", echo, availability)
+        return SimNode(
+            name,
+            kubelet,
+            plugins,
+            pod_resources,
+            root / "akri",
+            root / "kubelet",
+            echo,
+            availability,
+        )
 
     def api_client(self) -> client.ApiClient:
         """The cluster's own client (valid while it runs)."""
@@ -131,7 +148,8 @@ class Cluster(Service):
         self._spawn(Scheduler(self._client).run(), "scheduler")
         self._spawn(WorkloadControllers(self._client).run(), "workload-controllers")
         if self._controller is not None:
-            self._spawn(Controller(self._client, self._controller).run(), "controller")
+            tuning = dataclasses.replace(self._controller, mode=self.mode)
+            self._spawn(Controller(self._client, tuning).run(), "controller")
 
     def _agent_settings(self, node: SimNode) -> AgentSettings:
         node.discovery_handlers_dir.mkdir(parents=True, exist_ok=True)
@@ -142,6 +160,10 @@ class Cluster(Service):
             pod_resources_socket=node.pod_resources_dir / "kubelet.sock",
             discovery_handlers_directory=node.discovery_handlers_dir,
             metrics_port=0,
+            akri_mode=self.mode,
+            plugins_registry_dir=node.kubelet_dir / "plugins_registry",
+            kubelet_plugins_dir=node.kubelet_dir / "plugins",
+            cdi_dir=node.kubelet_dir / "cdi",
             **self._agent_options,
         )
 

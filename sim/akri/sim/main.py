@@ -15,6 +15,7 @@ from typing import Any
 
 from akri.controller.context import Tuning
 from akri.durations import OFFLINE_GRACE_S
+from akri.dra.mode import Mode
 from akri.sim.cluster import Cluster
 from akri.sim.manifests import apply_documents, load_documents
 
@@ -59,6 +60,7 @@ async def run(
     manifests: Sequence[Path],
     akri: bool = True,
     offline_grace: float = OFFLINE_GRACE_S,
+    mode: Mode = Mode.DEVICE_PLUGIN,
 ) -> int:
     documents = load_documents(manifests)  # fail on a bad file before starting anything
     stop = asyncio.Event()
@@ -71,7 +73,7 @@ async def run(
         agent_options = {"offline_grace": offline_grace}
         components = {"agents": True, "controller": Tuning(), "agent_options": agent_options}
     async with Cluster(
-        nodes, port=port, kubeconfig=kubeconfig, workdir=workdir, **components
+        nodes, port=port, kubeconfig=kubeconfig, workdir=workdir, mode=mode, **components
     ) as cluster:
         applied = await apply_documents(cluster.api_client(), documents)
         print(banner(cluster, applied), flush=True)

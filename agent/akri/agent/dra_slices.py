@@ -1,0 +1,120 @@
+"""DRA mode, the node's part of publishing (docs/design.md §8a): the pool of each Configuration's
+local devices on this node, as ResourceSlices with `nodeName`, owned by the Node so they go
+with it. Shared devices are the controller's (`akri.controller.dra`).
+
+Follows the Instance cache and the Configurations; a round recomputes every local pool and
+writes only the difference, so a burst of changes costs one round and no change costs no write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from kubernetes_asyncio import client
+
+from akri import naming
+from akri.agent.instances import InstanceCache, Subscription
+from akri.agent.plugins.once import OnceLog
+from akri.api import Configuration
+from akri.backoff import Backoff
+from akri.dra.devices import published_devices
+from akri.dra.slices import Pool, local_pool_name
+from akri.dra.writer import SliceWriter
+
+log = logging.getLogger(__name__)
+
+ConfigurationLookup = Callable[[str, str], Configuration | None]
+
+
+class LocalSlices:
+    """Run with `run()`; call `configurations_changed()` when a Configuration changes."""
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        cache: InstanceCache,
+        configurations: ConfigurationLookup,
+        node: str,
+    ) -> None:
+        self._api_client = api_client
+        self._cache = cache
+        self._configurations = configurations
+        self._node = node
+        self.writer = SliceWriter(api_client, node)
+        self._wake = asyncio.Event()
+        self._warn_once = OnceLog(log)
+        self._owner: dict[str, str] | None = None
+        self.rounds = 0
+        """Rounds completed (tests wait on it)."""
+
+    def configurations_changed(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        backoff = Backoff(initial=0.1, maximum=10.0)
+        with self._cache.subscribe() as changes:
+            follow = asyncio.create_task(self._follow(changes))
+            try:
+                await self._cache.synced.wait()
+                while True:
+                    self._wake.clear()
+                    try:
+                        await self._round()
+                        backoff.reset()
+                    except Exception:  # API trouble: try again after a pause
+                        log.exception("publishing this node's ResourceSlices failed")
+                        await asyncio.sleep(backoff.next_delay())
+                        continue
+                    self.rounds += 1
+                    await self._wake.wait()
+            finally:
+                follow.cancel()
+                await asyncio.gather(follow, return_exceptions=True)
+
+    async def _follow(self, changes: Subscription) -> None:
+        while True:
+            await changes.next()
+            self._wake.set()
+
+    def pools(self) -> list[Pool]:
+        """This node's local pools as the cache and the Configurations have them now."""
+        devices: dict[str, list[dict[str, object]]] = {}
+        for instance in self._cache.all():
+            spec = instance.spec
+            if spec.shared or self._node not in spec.nodes:
+                continue
+            namespace = instance.metadata.namespace or "default"
+            configuration = self._configurations(namespace, spec.configuration_name)
+            if configuration is None:
+                continue
+            mapped = published_devices(instance, configuration, per_device_nodes=False)
+            for problem in mapped.skipped:
+                self._warn_once(
+                    f"Instance {namespace}/{instance.metadata.name}: attribute {problem}: skipped"
+                )
+            devices.setdefault(spec.configuration_name, []).extend(mapped.devices)
+        labels = {naming.LABEL_TARGET_NODE: self._node}
+        return [
+            Pool(
+                local_pool_name(name, self._node),
+                self._node,
+                found,
+                {**labels, naming.LABEL_CONFIGURATION: name},
+                self._owner,
+            )
+            for name, found in devices.items()
+        ]
+
+    async def _round(self) -> None:
+        if self._owner is None:
+            node = await client.CoreV1Api(self._api_client).read_node(self._node)
+            self._owner = {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "name": self._node,
+                "uid": node.metadata.uid,
+            }
+        if await self.writer.sync(self.pools(), remove_others=True):
+            log.debug("ResourceSlices of node %s written", self._node)
