@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from akri.controller.context import Tuning
-from akri.durations import OFFLINE_GRACE_S
 from akri.dra.mode import Mode
+from akri.durations import OFFLINE_GRACE_S
 from akri.sim.cluster import Cluster
 from akri.sim.manifests import apply_documents, load_documents
 
