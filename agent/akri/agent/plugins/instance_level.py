@@ -9,9 +9,10 @@ from collections.abc import Sequence
 
 from akri import slots
 from akri.agent.instances import Topic, instance_topic
+from akri.agent.plugins.group_commit import Grant, Request, State
 from akri.agent.plugins.servicer import PluginServicer
-from akri.api import Instance
-from akri.api.pool import view, with_usage
+from akri.api.pool import view
+from akri.kube.reflector import Key
 from akri.naming import slot_index
 from akri.proto.deviceplugin.v1beta1.api_pb2 import AllocateResponse
 from akri.slot_sync import SlotRef
@@ -26,24 +27,29 @@ class InstancePlugin(PluginServicer):
         return {} if instance is None else slots.il_health(view(instance), self.env.node)
 
     async def allocate(self, containers: Sequence[Sequence[str]]) -> AllocateResponse:
-        """Claim exactly the requested slots in one guarded write; a conflict decides again."""
+        """Claim exactly the requested slots, decided and written with the node's other
+        Allocates waiting at the time (one guarded write of this Instance for all of them)."""
         requested = [slot for ids in containers for slot in ids]
-        node, name = self.env.node, self.spec.name
+        node, namespace, name = self.env.node, self.spec.namespace, self.spec.name
+        key = (namespace, name)
+        grant = Grant(
+            [[name] * len(ids) for ids in containers],
+            {
+                slots.Holding(self.spec.resource, s): SlotRef(name, index)
+                for s in requested
+                if (index := slot_index(name, s)) is not None
+            },
+        )
 
-        def claim(fresh: Instance) -> Instance | None:
-            return with_usage(fresh, slots.allocate_il(view(fresh), node, requested).usage)
+        def decide(state: State) -> tuple[dict[Key, slots.Instance], Grant]:
+            fresh = state.get(key)
+            if fresh is None:
+                raise slots.AllocationError(f"Instance {namespace}/{name} is gone")
+            return {key: slots.allocate_il(fresh, node, requested)}, grant
 
-        async with self.env.allocations.lock:
-            stored = await self.env.cache.update(self.spec.namespace, name, claim)
-            if stored is None:
-                raise slots.AllocationError(f"Instance {self.spec.namespace}/{name} is gone")
-            self.env.allocations.granted(slots.Holding(self.spec.resource, s) for s in requested)
-            self.env.allocations.bound(
-                {
-                    slots.Holding(self.spec.resource, s): SlotRef(name, index)
-                    for s in requested
-                    if (index := slot_index(name, s)) is not None
-                }
-            )
-        granted = [[name] * len(ids) for ids in containers]
-        return self.respond(granted, {name: stored}, stored.spec.configuration_name)
+        holdings = frozenset(slots.Holding(self.spec.resource, s) for s in requested)
+        await self.env.commits.submit(Request(lambda: (key,), decide, holdings))
+        found = self.env.cache.get(namespace, name)
+        instances = {} if found is None else {name: found}
+        configuration = found.spec.configuration_name if found is not None else ""
+        return self.respond(grant.containers, instances, configuration)

@@ -27,6 +27,7 @@ from akri.agent.plugins.desired import (
     Level,
     PluginSpec,
 )
+from akri.agent.plugins.group_commit import GroupCommit
 from akri.agent.plugins.instance_level import InstancePlugin
 from akri.agent.plugins.kubelet_watch import WATCH_INTERVAL_S, KubeletWatch
 from akri.agent.plugins.once import OnceLog
@@ -75,7 +76,7 @@ class PluginManager:
             cache=cache,
             configurations=configurations,
             node=node,
-            allocations=allocations,
+            commits=GroupCommit(cache, node, allocations, allocate_timeout),
             allocate_timeout=allocate_timeout,
             device_extras=device_extras,
             warn_once=self._warn_once,
@@ -93,6 +94,11 @@ class PluginManager:
     def plugins(self) -> dict[str, Plugin]:
         """The plugins running now, by resource name."""
         return {resource: plugin for resource, (plugin, _) in self._running.items()}
+
+    @property
+    def commits(self) -> GroupCommit:
+        """Where this node's Allocates are decided and written together."""
+        return self._env.commits
 
     @property
     def ready(self) -> bool:
@@ -122,6 +128,7 @@ class PluginManager:
         finally:
             for resource in list(self._running):
                 await self._stop(resource)
+            await self._env.commits.close()
 
     async def _follow(self, changes: Subscription) -> None:
         while True:

@@ -30,8 +30,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri.agent import metrics
 from akri.agent.instances import InstanceCache, Topic
-from akri.agent.plugins.allocations import Allocations
 from akri.agent.plugins.desired import ConfigurationLookup, PluginSpec
+from akri.agent.plugins.group_commit import GroupCommit
 from akri.agent.plugins.once import OnceLog
 from akri.agent.plugins.response import DeviceExtras, allocate_response
 from akri.agent.plugins.server import OPTIONS
@@ -67,7 +67,7 @@ class PluginEnv:
     cache: InstanceCache
     configurations: ConfigurationLookup
     node: str
-    allocations: Allocations
+    commits: GroupCommit
     allocate_timeout: float
     device_extras: DeviceExtras
     warn_once: OnceLog

@@ -1,0 +1,203 @@
+"""Allocates of one node decided together and written as one guarded write per Instance.
+
+Every Allocate of a node holds the node's lock (`Allocations.lock`) while it decides and
+writes, so that the reclaimer never frees a slot the kubelet was just given. One write at a
+time per node made a burst of Allocates wait in line, a round trip (and a conflict) each.
+Here an Allocate joins a queue; one task takes every request queued by then, decides them in
+arrival order on the current state (`decide_batch`: a request that cannot be met is refused
+alone and keeps nothing), and writes each changed Instance once, guarded and only over the
+state it was decided on. A write that meets a newer state makes the whole batch decide again
+on the fresh state; slots this node already holds pass, so the rounds converge. Requests that
+arrive meanwhile form the next batch.
+
+Each Allocate keeps its own deadline: one that gives up is left out of decisions not yet made,
+and a grant it no longer waits for is recorded like any other (the reclaimer frees it when no
+container uses it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from akri import slots
+from akri.agent.instances import InstanceCache
+from akri.agent.plugins.allocations import Allocations
+from akri.api import Instance
+from akri.api.pool import view, with_usage
+from akri.kube.reflector import Key
+from akri.slot_sync import SlotRef
+
+log = logging.getLogger(__name__)
+
+State = Mapping[Key, slots.Instance]
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What one request was given: per container, the Instance of each device in order, and
+    the slot each device is bound to (for the reclaimer)."""
+
+    containers: list[list[str]]
+    bindings: dict[slots.Holding, SlotRef]
+
+
+Decide = Callable[[State], tuple[dict[Key, slots.Instance], Grant]]
+"""Pure: the Instances a request changes, decided on `state`, and its grant; raises
+AllocationError when it cannot be met."""
+
+
+@dataclass(frozen=True)
+class Request:
+    reads: Callable[[], Collection[Key]]
+    """The Instances its decision depends on, as the cache holds them now."""
+    decide: Decide
+    holdings: frozenset[slots.Holding]
+    """What it asks for: what it takes, and what it gives back when refused."""
+
+
+@dataclass(frozen=True)
+class Decided:
+    """A batch decided: the state to write, and each request's grant or refusal."""
+
+    state: dict[Key, slots.Instance]
+    outcomes: list[Grant | slots.AllocationError]
+
+
+def decide_batch(
+    base: State, node: str, requests: Sequence[Request], held_before: Collection[slots.Holding]
+) -> Decided:
+    """Decide `requests` in order on `base`. A refused request keeps nothing: what an earlier
+    round wrote for it is given back, unless this node held it before the batch or a granted
+    request of the batch asks for it too."""
+    state = dict(base)
+    outcomes: list[Grant | slots.AllocationError] = []
+    for request in requests:
+        try:
+            changed, grant = request.decide(state)
+        except slots.AllocationError as error:
+            outcomes.append(error)
+            continue
+        state.update(changed)
+        outcomes.append(grant)
+    kept = set(held_before)
+    for request, outcome in zip(requests, outcomes, strict=True):
+        if isinstance(outcome, Grant):
+            kept |= request.holdings
+    returned = {
+        holding
+        for request, outcome in zip(requests, outcomes, strict=True)
+        if isinstance(outcome, slots.AllocationError)
+        for holding in request.holdings
+    } - kept
+    if returned:
+        for key, instance in state.items():
+            state[key] = slots.release(instance, node, returned)
+    return Decided(state, outcomes)
+
+
+@dataclass
+class _Waiting:
+    request: Request
+    answer: asyncio.Future[Grant] = field(default_factory=asyncio.Future)
+
+
+def _apply_if_unchanged(
+    decided_on: slots.Instance, decided: slots.Instance, fresh: Instance
+) -> Instance | None:
+    """Write `decided` only over the exact state it was decided on; else write nothing."""
+    if view(fresh) != decided_on:
+        return None
+    return with_usage(fresh, decided.usage)
+
+
+class GroupCommit:
+    """The queue of one node's Allocates and the task that decides and writes them."""
+
+    def __init__(
+        self, cache: InstanceCache, node: str, allocations: Allocations, write_timeout: float
+    ) -> None:
+        self._cache = cache
+        self._node = node
+        self._allocations = allocations
+        self._write_timeout = write_timeout
+        self._queue: list[_Waiting] = []
+        self._writer: asyncio.Task[None] | None = None
+        self.batches = 0
+        """Batches decided so far (a measure of how much was grouped)."""
+
+    async def submit(self, request: Request) -> Grant:
+        """Queue `request` and wait for its grant; raises its refusal or the write's error."""
+        waiting = _Waiting(request)
+        self._queue.append(waiting)
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._drain(), name=f"allocations {self._node}")
+        return await waiting.answer
+
+    async def close(self) -> None:
+        """Stop deciding (the agent stops); waiting Allocates are cancelled."""
+        if self._writer is not None:
+            self._writer.cancel()
+            await asyncio.gather(self._writer, return_exceptions=True)
+        for waiting in self._queue:
+            waiting.answer.cancel()
+
+    async def _drain(self) -> None:
+        while self._queue:
+            async with self._allocations.lock:
+                batch = [w for w in self._queue if not w.answer.done()]
+                self._queue.clear()
+                if not batch:
+                    continue
+                self.batches += 1
+                try:
+                    async with asyncio.timeout(self._write_timeout):
+                        await self._commit(batch)
+                except Exception as error:  # every request of the batch fails with it
+                    for waiting in batch:
+                        if not waiting.answer.done():
+                            waiting.answer.set_exception(error)
+                except asyncio.CancelledError:
+                    for waiting in batch:
+                        waiting.answer.cancel()
+                    raise
+
+    async def _commit(self, batch: list[_Waiting]) -> None:
+        requests = [w.request for w in batch]
+        held_before: set[slots.Holding] | None = None
+        while True:
+            keys = {key for request in requests for key in request.reads()}
+            base = {
+                key: view(instance)
+                for key in keys
+                if (instance := self._cache.get(*key)) is not None
+            }
+            if held_before is None:
+                held_before = slots.holdings(base.values(), self._node)
+            decided = decide_batch(base, self._node, requests, held_before)
+            if await self._write(base, decided.state):
+                break
+        for waiting, outcome in zip(batch, decided.outcomes, strict=True):
+            if isinstance(outcome, Grant):
+                self._allocations.granted(waiting.request.holdings)
+                self._allocations.bound(outcome.bindings)
+                if not waiting.answer.done():
+                    waiting.answer.set_result(outcome)
+            elif not waiting.answer.done():
+                waiting.answer.set_exception(outcome)
+
+    async def _write(self, base: State, state: State) -> bool:
+        """Write every Instance whose usage was decided to change; False when one had changed
+        meanwhile (decide again)."""
+        for key in sorted(state):
+            decided = state[key]
+            if decided.usage == base[key].usage:
+                continue
+            write = functools.partial(_apply_if_unchanged, base[key], decided)
+            stored = await self._cache.update(*key, write)
+            if stored is None or view(stored).usage != decided.usage:
+                return False
+        return True

@@ -1,0 +1,169 @@
+"""Group commit: many concurrent Allocates on several nodes, decided together per node and
+written as one guarded write per Instance, never over-commit and refuse each request alone.
+
+Every node fires a burst of Allocates straight at its plugins (instance- and configuration-
+level mixed, some bound to be refused because another node or capacity got there first), as a
+kubelet under load would. Afterwards the Instances read back from the API must hold exactly
+what was granted: no slot held twice or past capacity, every grant recorded for its node, and
+nothing for a refused request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import grpc
+
+from akri import naming, slots
+from akri.agent.plugins.group_commit import Grant, Request, State, decide_batch
+from akri.api.pool import view
+from akri.kube.reflector import Key
+from akri.slots import ConfigurationHolder, Holding, NodeHolder
+from tests.agent.conftest import AgentNode, Cluster, StartNode, allocate, configuration
+from tests.support import eventually
+
+CONFIG = configuration("cam", capacity=3, unique=False)
+CL = naming.resource_name("cam")
+NODES = ("node-0", "node-1", "node-2", "node-3")
+DEVICES = 3
+PER_NODE = 12
+ROUNDS = 4
+
+
+@dataclass(frozen=True)
+class Ask:
+    node: AgentNode
+    resource: str
+    device: str
+
+
+async def ask(request: Ask) -> grpc.StatusCode:
+    try:
+        await allocate(request.node, request.resource, [request.device])
+    except grpc.aio.AioRpcError as error:
+        return error.code()
+    return grpc.StatusCode.OK
+
+
+def burst(rng: random.Random, nodes: Sequence[AgentNode], instances: Sequence[str]) -> list[Ask]:
+    """PER_NODE requests per node: instance-level ones name a slot this node has not asked
+    for yet (other nodes may), configuration-level ones a virtual device of their own."""
+    asks = []
+    for node in nodes:
+        free = [(name, i) for name in instances for i in range(CONFIG.spec.capacity)]
+        rng.shuffle(free)
+        for n in range(PER_NODE):
+            if rng.random() < 0.5 and free:
+                name, index = free.pop()
+                asks.append(Ask(node, naming.resource_name(name), naming.slot_id(name, index)))
+            else:
+                asks.append(Ask(node, CL, naming.cl_device_id("cam", n)))
+    rng.shuffle(asks)
+    return asks
+
+
+async def test_bursts_of_allocates_on_four_nodes_grant_each_slot_once(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    rng = random.Random(3)
+    cluster.set_configuration(CONFIG)
+    nodes = [await start_node(name) for name in NODES]
+    instances = [
+        await cluster.create_instance(CONFIG, f"cam{i}", list(NODES)) for i in range(DEVICES)
+    ]
+    resources = [CL, *map(naming.resource_name, instances)]
+    for node in nodes:
+        await node.until_registered(*resources)
+    granted_total = refused_total = 0
+    for round_ in range(ROUNDS):
+        asks = burst(rng, nodes, instances)
+        results = await asyncio.gather(*map(ask, asks))
+        assert set(results) <= {grpc.StatusCode.OK, grpc.StatusCode.FAILED_PRECONDITION}
+        granted = [a for a, code in zip(asks, results, strict=True) if code == grpc.StatusCode.OK]
+        granted_total += len(granted)
+        refused_total += len(asks) - len(granted)
+        pool = [view(await cluster.read(name)) for name in instances]
+        check(pool, nodes, granted, f"round {round_}")
+        for name in instances:  # every slot free again for the next round
+            await cluster.change_instance(name, device_usage={})
+        await eventually(
+            lambda: all(all_free(node, instances) for node in nodes), "every node to see them free"
+        )
+    assert granted_total >= ROUNDS * DEVICES * CONFIG.spec.capacity * 3 // 4  # real contention
+    assert refused_total > 0
+    batches = sum(node.manager.commits.batches for node in nodes)
+    assert batches < ROUNDS * len(nodes) * PER_NODE  # requests were decided together
+
+
+def all_free(node: AgentNode, instances: Sequence[str]) -> bool:
+    found = [node.cache.get("default", name) for name in instances]
+    return all(i is not None and not i.spec.device_usage for i in found)
+
+
+def check(
+    pool: Sequence[slots.Instance], nodes: Sequence[AgentNode], granted: list[Ask], when: str
+) -> None:
+    for instance in pool:
+        assert instance.held <= instance.capacity, f"{when}: {instance.name} over capacity"
+        assert not slots.usage_problems(instance), when
+    by_slot = {
+        naming.slot_id(i.name, index): holder for i in pool for index, holder in i.slots.items()
+    }
+    for node in nodes:
+        mine = {Holding(a.resource, a.device) for a in granted if a.node is node}
+        assert slots.holdings(pool, node.name) == mine, f"{when}: {node.name} holds other slots"
+    for a in granted:
+        if a.resource != CL:
+            assert by_slot[a.device] == NodeHolder(a.node.name), f"{when}: {a}"
+    bound = Counter(
+        (holder.node, holder.vdev)
+        for holder in by_slot.values()
+        if isinstance(holder, ConfigurationHolder)
+    )
+    assert all(count == 1 for count in bound.values()), f"{when}: {bound}"
+
+
+# --- the pure decision of one batch ----------------------------------------------------------
+
+KEY = ("default", "cam-a")
+IL = naming.resource_name("cam-a")
+
+
+def il_request(*indexes: int, node: str = "node-0") -> Request:
+    wanted = [naming.slot_id("cam-a", i) for i in indexes]
+
+    def decide(state: State) -> tuple[dict[Key, slots.Instance], Grant]:
+        return {KEY: slots.allocate_il(state[KEY], node, wanted)}, Grant([["cam-a"]], {})
+
+    return Request(lambda: (KEY,), decide, frozenset(Holding(IL, s) for s in wanted))
+
+
+def instance(**usage: str) -> slots.Instance:
+    return slots.Instance("cam-a", "cam", 2, ("node-0",), usage)
+
+
+def test_requests_are_decided_in_order_each_refused_alone() -> None:
+    decided = decide_batch({KEY: instance()}, "node-0", [il_request(0), il_request(0, 1)], ())
+    first, second = decided.outcomes
+    assert isinstance(first, Grant)
+    assert isinstance(second, Grant)  # slot 0 is this node's already: a re-offer passes
+    third = decide_batch({KEY: instance()}, "node-0", [il_request(1), il_request(2)], ())
+    assert isinstance(third.outcomes[1], slots.AllocationError)  # not a slot of cam-a
+    assert third.state[KEY].usage == {naming.slot_id("cam-a", 1): "node-0"}
+
+
+def test_a_refused_request_gives_back_what_an_earlier_round_wrote_for_it() -> None:
+    slot0, slot1 = naming.slot_id("cam-a", 0), naming.slot_id("cam-a", 1)
+    written = instance(**{slot0: "node-0", slot1: "node-1"})  # round 1 took slot 0; then
+    refused = il_request(0, 1)  # slot 1 went to another node
+    decided = decide_batch({KEY: written}, "node-0", [refused], held_before=())
+    assert isinstance(decided.outcomes[0], slots.AllocationError)
+    assert decided.state[KEY].usage == {slot0: "", slot1: "node-1"}
+    kept = decide_batch({KEY: written}, "node-0", [refused], {Holding(IL, slot0)})
+    assert kept.state[KEY].usage == {slot0: "node-0", slot1: "node-1"}  # held before: stays
+    shared = decide_batch({KEY: written}, "node-0", [refused, il_request(0)], ())
+    assert shared.state[KEY].usage == {slot0: "node-0", slot1: "node-1"}  # granted to another
