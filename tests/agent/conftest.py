@@ -196,6 +196,9 @@ class Agent:
         for task in self.tasks:
             task.cancel()
         results = await asyncio.gather(*self.tasks, return_exceptions=True)
+        # A cancelled task keeps its CancelledError, whose traceback keeps the frames (and a
+        # grpc.aio channel in their locals) alive: forget the tasks so the leak check sees them go.
+        self.tasks.clear()
         failures = [r for r in results if not isinstance(r, asyncio.CancelledError | None)]
         assert not failures, f"agent tasks failed: {failures}"
 
