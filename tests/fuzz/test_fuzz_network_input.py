@@ -32,6 +32,7 @@ NAMESPACES = [
     SCHEMA,
     services.DEVICE,
     services.MEDIA,
+    services.MEDIA2,
     "urn:other",
 ]
 TAGS = [
@@ -203,6 +204,7 @@ def _read(answer: object) -> None:
         (services.DEVICE, "GetCapabilities"),
         (services.MEDIA, "GetProfiles"),
         (services.MEDIA, "GetStreamUri"),
+        (services.MEDIA2, "GetProfiles"),
     ],
 )
 @FUZZ

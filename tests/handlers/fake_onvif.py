@@ -2,7 +2,8 @@
 
 It answers Probes on the group (joined on loopback) with a ProbeMatch naming its device
 service URL, sends Hello and Bye when told, and serves GetSystemDateAndTime (open),
-GetNetworkInterfaces, GetCapabilities, GetProfiles and GetStreamUri (WS-UsernameToken
+GetNetworkInterfaces, GetServices, GetCapabilities, GetProfiles and GetStreamUri (of Media1,
+Media2 or both, as `media` says) (WS-UsernameToken
 PasswordDigest checked, and its Created time against the camera's own clock, which
 `clock_offset` may set off as real cameras' are; fault otherwise). Written from the
 specifications, independently of the handler, so the two check each other.
@@ -27,6 +28,9 @@ ENV = "http://www.w3.org/2003/05/soap-envelope"
 WSA = "http://schemas.xmlsoap.org/ws/2004/08/addressing"
 WSD = "http://schemas.xmlsoap.org/ws/2005/04/discovery"
 NS = {"s": ENV, "a": WSA, "d": WSD}
+DEVICE = "http://www.onvif.org/ver10/device/wsdl"
+MEDIA = "http://www.onvif.org/ver10/media/wsdl"
+MEDIA2 = "http://www.onvif.org/ver20/media/wsdl"
 OPEN_OPERATIONS = {"GetSystemDateAndTime"}
 TOKEN_FRESHNESS = timedelta(seconds=30)
 
@@ -43,7 +47,7 @@ def _envelope(header: str, body: str) -> bytes:
         f'<?xml version="1.0" encoding="UTF-8"?><s:Envelope xmlns:s="{ENV}" xmlns:a="{WSA}" '
         f'xmlns:d="{WSD}" xmlns:dn="http://www.onvif.org/ver10/network/wsdl" '
         'xmlns:tds="http://www.onvif.org/ver10/device/wsdl" '
-        'xmlns:trt="http://www.onvif.org/ver10/media/wsdl" '
+        f'xmlns:trt="{MEDIA}" xmlns:tr2="{MEDIA2}" '
         'xmlns:tt="http://www.onvif.org/ver10/schema">'
         f"<s:Header>{header}</s:Header><s:Body>{body}</s:Body></s:Envelope>"
     ).encode()
@@ -71,6 +75,7 @@ class FakeCamera:
         mac: str = "00:11:22:AA:BB:CC",
         streams: Mapping[str, str] | None = None,
         clock_offset: timedelta = timedelta(),
+        media: tuple[str, ...] = (MEDIA,),
     ) -> None:
         self.uuid = uuid
         self.scopes = scopes
@@ -79,6 +84,9 @@ class FakeCamera:
         self.extra_probe_replies: list[bytes] = []
         self.operations: list[str] = []
         self.clock_offset = clock_offset
+        self.media = media  # the media services offered: Media1, Media2 or both
+        self.called: list[tuple[str, str]] = []  # (service namespace, operation)
+        self.unsupported: set[str] = set()  # operations answered with an ActionNotSupported fault
         self.refused: list[str] = []  # operations refused for want of a valid token
         self._port = port
         self._username, self._password, self._mac = username, password, mac
@@ -207,13 +215,20 @@ class FakeCamera:
         body = root.find("s:Body", NS)
         assert body is not None
         operation = body[0]
-        name = operation.tag.rpartition("}")[2]
+        service, _, name = operation.tag.removeprefix("{").partition("}")
         self.operations.append(name)
+        self.called.append((service, name))
         if name not in OPEN_OPERATIONS and not self._authorized(root):
             self.refused.append(name)
             return _fault("Sender not authorized")
+        if name in self.unsupported or (service in (MEDIA, MEDIA2) and service not in self.media):
+            return _fault("ActionNotSupported")
+        if service == MEDIA2:
+            answer = self._media2_answer(name, operation)
+        else:
+            answer = self._answer(name, operation)
         return web.Response(
-            body=_envelope("", self._answer(name, operation)),
+            body=_envelope("", answer),
             content_type="application/soap+xml",
         )
 
@@ -236,6 +251,17 @@ class FakeCamera:
                 f"<tt:HwAddress>{self._mac}</tt:HwAddress></tt:Info></tds:NetworkInterfaces>"
                 "</tds:GetNetworkInterfacesResponse>"
             )
+        if name == "GetServices":
+            services = "".join(
+                f"<tds:Service><tds:Namespace>{namespace}</tds:Namespace><tds:XAddr>{address}"
+                "</tds:XAddr><tds:Version><tt:Major>2</tt:Major><tt:Minor>0</tt:Minor>"
+                "</tds:Version></tds:Service>"
+                for namespace, address in [
+                    (DEVICE, self.xaddr),
+                    *((m, self._media) for m in self.media),
+                ]
+            )
+            return f"<tds:GetServicesResponse>{services}</tds:GetServicesResponse>"
         if name == "GetCapabilities":
             return (
                 "<tds:GetCapabilitiesResponse><tds:Capabilities><tt:Media>"
@@ -249,11 +275,26 @@ class FakeCamera:
             )
             return f"<trt:GetProfilesResponse>{profiles}</trt:GetProfilesResponse>"
         if name == "GetStreamUri":
-            token = operation.findtext("{http://www.onvif.org/ver10/media/wsdl}ProfileToken", "")
+            token = operation.findtext(f"{{{MEDIA}}}ProfileToken", "")
             return (
                 "<trt:GetStreamUriResponse><trt:MediaUri>"
                 f"<tt:Uri>{self._streams[token]}</tt:Uri></trt:MediaUri></trt:GetStreamUriResponse>"
             )
+        return f"<unknown>{name}</unknown>"
+
+    def _media2_answer(self, name: str, operation: ET.Element) -> str:
+        if name == "GetProfiles":
+            profiles = "".join(
+                f'<tr2:Profiles token="{t}" fixed="true"><tr2:Name>{t}</tr2:Name>'
+                "<tr2:Configurations/></tr2:Profiles>"
+                for t in self._streams
+            )
+            return f"<tr2:GetProfilesResponse>{profiles}</tr2:GetProfilesResponse>"
+        if name == "GetStreamUri":
+            token = operation.findtext(f"{{{MEDIA2}}}ProfileToken", "")
+            assert operation.findtext(f"{{{MEDIA2}}}Protocol") == "RTSP"
+            uri = self._streams[token]
+            return f"<tr2:GetStreamUriResponse><tr2:Uri>{uri}</tr2:Uri></tr2:GetStreamUriResponse>"
         return f"<unknown>{name}</unknown>"
 
 

@@ -15,7 +15,7 @@ import yaml
 from akri.agent.discovery.model import Device, InvalidDetails, InvalidProperties
 from akri.discovery_handlers.main import HANDLERS
 from akri.discovery_handlers.onvif.handler import Onvif, from_environment
-from tests.handlers.fake_onvif import LOOPBACK, FakeCamera, free_udp_port
+from tests.handlers.fake_onvif import LOOPBACK, MEDIA, MEDIA2, FakeCamera, free_udp_port
 from tests.handlers.streams import next_list
 
 UUID = "3fa1fe68-b915-4053-a3e1-ac15a21f5f91"
@@ -83,6 +83,27 @@ async def test_a_camera_whose_clock_is_ten_minutes_off_accepts_our_tokens(port: 
         (device,) = await next_list(lists)
     assert device.properties["ONVIF_DEVICE_STREAM_URI_MAIN_1"] == "rtsp://127.0.0.1:554/main"
     assert camera.refused == []
+
+
+@pytest.mark.parametrize(
+    ("offered", "unsupported", "used"),
+    [
+        ((MEDIA,), set(), MEDIA),
+        ((MEDIA, MEDIA2), set(), MEDIA2),
+        ((MEDIA2,), set(), MEDIA2),
+        ((MEDIA,), {"GetServices"}, MEDIA),  # older cameras: GetCapabilities names Media1
+    ],
+)
+async def test_stream_uris_from_media2_when_offered_media1_otherwise(
+    port: int, offered: tuple[str, ...], unsupported: set[str], used: str
+) -> None:
+    async with FakeCamera(port=port, uuid=UUID, media=offered) as camera:
+        camera.unsupported = unsupported
+        async with aclosing(discover(port, ONCE, CREDENTIALS)) as lists:
+            (device,) = await next_list(lists)
+    assert device.properties["ONVIF_DEVICE_STREAM_URI_MAIN_1"] == "rtsp://127.0.0.1:554/main"
+    assert camera.called[-2:] == [(used, "GetProfiles"), (used, "GetStreamUri")]
+    assert ("GetCapabilities" in camera.operations) == ("GetServices" in unsupported)
 
 
 async def test_credential_list_property_form(port: int, camera: FakeCamera) -> None:

@@ -21,6 +21,7 @@ from akri.discovery_handlers.onvif.credentials import Credentials
 from akri.discovery_handlers.onvif.services import (
     DEVICE,
     MEDIA,
+    MEDIA2,
     AnswerTransport,
     CameraError,
 )
@@ -31,16 +32,40 @@ log = logging.getLogger(__name__)
 RTSP_UNICAST = {"Stream": "RTP-Unicast", "Transport": {"Protocol": "RTSP"}}
 
 
-async def _streams(services: Services, service_url: str) -> dict[str, str]:
-    """Stream URIs by profile token, from the media service the camera names."""
+async def _media_service(services: Services, service_url: str) -> tuple[str, str]:
+    """(namespace, address) of the media service to ask: Media2 when offered, else Media1.
+
+    GetServices lists what a camera offers; cameras older than it answer GetCapabilities.
+    """
+    try:
+        answer = await services.call(DEVICE, service_url, "GetServices", IncludeCapability=False)
+        offered = answers.service_addresses(answer)
+    except CameraError as error:
+        log.debug(
+            "onvif camera at %s: no GetServices (%s), asking GetCapabilities", service_url, error
+        )
+        offered = {}
+    for namespace in (MEDIA2, MEDIA):
+        if namespace in offered:
+            return namespace, offered[namespace]
     capabilities = await services.call(DEVICE, service_url, "GetCapabilities", Category="Media")
-    media_url = answers.media_address(capabilities) or service_url
-    profiles = await services.call(MEDIA, media_url, "GetProfiles")
+    return MEDIA, answers.media_address(capabilities) or service_url
+
+
+async def _streams(services: Services, service_url: str) -> dict[str, str]:
+    """RTSP stream URIs by profile token."""
+    namespace, media_url = await _media_service(services, service_url)
+    profiles = await services.call(namespace, media_url, "GetProfiles")
     streams: dict[str, str] = {}
     for token in answers.profile_tokens(profiles):
-        answer = await services.call(
-            MEDIA, media_url, "GetStreamUri", StreamSetup=RTSP_UNICAST, ProfileToken=token
-        )
+        if namespace == MEDIA2:
+            answer = await services.call(
+                namespace, media_url, "GetStreamUri", Protocol="RTSP", ProfileToken=token
+            )
+        else:
+            answer = await services.call(
+                namespace, media_url, "GetStreamUri", StreamSetup=RTSP_UNICAST, ProfileToken=token
+            )
         if (uri := answers.stream_uri(answer)) is not None:
             streams[token] = uri
     return streams

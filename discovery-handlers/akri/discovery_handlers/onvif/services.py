@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 MAX_ANSWER_BYTES = 1 << 20
 DEVICE = "http://www.onvif.org/ver10/device/wsdl"
 MEDIA = "http://www.onvif.org/ver10/media/wsdl"
+MEDIA2 = "http://www.onvif.org/ver20/media/wsdl"
 _LIBRARY_WSDL = Path(onvif.__file__).parent / "wsdl"
 
 
@@ -66,6 +67,8 @@ class _Service:
 _SERVICES = {
     DEVICE: _Service(_LIBRARY_WSDL / "devicemgmt.wsdl", f"{{{DEVICE}}}DeviceBinding"),
     MEDIA: _Service(_LIBRARY_WSDL / "media.wsdl", f"{{{MEDIA}}}MediaBinding"),
+    # The wheel has no ver20 media WSDL: ours holds the two operations we call.
+    MEDIA2: _Service(Path(__file__).with_name("media2.wsdl"), f"{{{MEDIA2}}}Media2Binding"),
 }
 
 # WSDLs are ours to trust; answers are not: only these settings parse what cameras send.
