@@ -19,6 +19,11 @@ DEADLINE_S = 10.0
 GROUP = "conformance.akri.sh"
 VERSION = "v1"
 PLURAL = "widgets"
+# Pods a test schedules itself (or never) name a scheduler nobody runs, so that a real
+# cluster's scheduler and kubelets leave them alone.
+NO_SCHEDULER = "akri-conformance-no-scheduler"
+# A real garbage collector works asynchronously, often seconds behind: wait as its clients do.
+COLLECTION_DEADLINE_S = 60.0
 T = TypeVar("T")
 
 WIDGET_CRD: Any = {  # a dict: the client sends it as is

@@ -11,6 +11,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from tests.conformance.support import (
     GROUP,
     MERGE_PATCH,
+    NO_SCHEDULER,
     PLURAL,
     STRATEGIC_PATCH,
     VERSION,
@@ -23,11 +24,25 @@ def pod(name: str, **labels: str) -> client.V1Pod:
     return client.V1Pod(
         metadata=client.V1ObjectMeta(name=name, labels=labels or None),
         spec=client.V1PodSpec(
+            scheduler_name=NO_SCHEDULER,
             containers=[
                 client.V1Container(
                     name="main", image="busybox", env=[client.V1EnvVar(name="A", value="1")]
                 )
-            ]
+            ],
+        ),
+    )
+
+
+def deployment(name: str) -> client.V1Deployment:
+    """A Deployment of no replicas: its spec may change, and nothing runs."""
+    template = pod(name, app=name)
+    return client.V1Deployment(
+        metadata=client.V1ObjectMeta(name=name),
+        spec=client.V1DeploymentSpec(
+            replicas=0,
+            selector=client.V1LabelSelector(match_labels={"app": name}),
+            template=client.V1PodTemplateSpec(metadata=template.metadata, spec=template.spec),
         ),
     )
 
@@ -196,14 +211,46 @@ async def test_json_patch_needs_an_array(
 
 
 async def test_strategic_merge_patch_merges_containers_and_env(
+    api: client.ApiClient, namespace: str
+) -> None:
+    apps = client.AppsV1Api(api)
+    await apps.create_namespaced_deployment(namespace, deployment("d"))
+    containers = [{"name": "main", "env": [{"name": "B", "value": "2"}]}]
+    patch = {"spec": {"template": {"spec": {"containers": containers}}}}
+    patched = await apps.patch_namespaced_deployment("d", namespace, patch)
+    container = patched.spec.template.spec.containers[0]
+    assert container.image == "busybox"
+    assert [(e.name, e.value) for e in container.env] == [("A", "1"), ("B", "2")]
+
+
+async def test_pod_updates_may_change_only_images_and_add_tolerations(
     core: client.CoreV1Api, namespace: str
 ) -> None:
     await core.create_namespaced_pod(namespace, pod("p"))
-    patch = {"spec": {"containers": [{"name": "main", "env": [{"name": "B", "value": "2"}]}]}}
-    patched = await core.patch_namespaced_pod("p", namespace, patch)
-    container = patched.spec.containers[0]
-    assert container.image == "busybox"
-    assert [(e.name, e.value) for e in container.env] == [("A", "1"), ("B", "2")]
+    image = {"spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}
+    assert (await core.patch_namespaced_pod("p", namespace, image)).spec.containers[0].image == (
+        "busybox:1.36"
+    )
+    toleration = {"key": "k", "operator": "Exists", "effect": "NoSchedule"}
+    tolerated = await core.patch_namespaced_pod(
+        "p", namespace, {"spec": {"tolerations": [toleration]}}
+    )
+    assert [t.key for t in tolerated.spec.tolerations or []].count("k") == 1
+
+    env = {"spec": {"containers": [{"name": "main", "env": [{"name": "B", "value": "2"}]}]}}
+    with pytest.raises(ApiException) as refused:
+        await core.patch_namespaced_pod("p", namespace, env)
+    assert refused.value.status == 422
+    message = status_body(refused.value)["message"]
+    assert message.startswith(
+        'Pod "p" is invalid: spec: Forbidden: pod updates may not change fields other than '
+        "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"
+        "`spec.tolerations` (only additions to existing tolerations),"
+        "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously "
+        "negative)"
+    ), message
+    kept = await core.read_namespaced_pod("p", namespace)
+    assert [e.name for e in kept.spec.containers[0].env] == ["A"]
 
 
 async def test_strategic_merge_patch_is_refused_for_custom_objects(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -91,26 +92,35 @@ async def test_apply_get_patch_describe_delete_a_custom_object(
 async def test_strategic_patch_and_describe_of_builtins(
     kubectl: Kubectl, tmp_path: Path, namespace: str
 ) -> None:
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "p1", "labels": {"app": "demo"}},
-        "spec": {
-            "containers": [{"name": "c", "image": "busybox", "env": [{"name": "A", "value": "1"}]}]
+    container = {"name": "c", "image": "busybox", "env": [{"name": "A", "value": "1"}]}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d1", "labels": {"app": "demo"}},
+        "spec": {  # no replicas: the spec may change and nothing runs
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "demo"}},
+            "template": {
+                "metadata": {"labels": {"app": "demo"}},
+                "spec": {"containers": [container]},
+            },
         },
     }
-    manifest = tmp_path / "pod.yaml"
-    manifest.write_text(yaml.safe_dump(pod))
+    manifest = tmp_path / "deployment.yaml"
+    manifest.write_text(yaml.safe_dump(deployment))
     await kubectl("apply", "-f", str(manifest))
-    pod["metadata"]["labels"] = {"app": "demo", "tier": "web"}  # type: ignore[index]
-    manifest.write_text(yaml.safe_dump(pod))
+    deployment["metadata"]["labels"] = {"app": "demo", "tier": "web"}  # type: ignore[index]
+    manifest.write_text(yaml.safe_dump(deployment))
     assert "configured" in await kubectl("apply", "-f", str(manifest))
-    patch = '{"spec":{"containers":[{"name":"c","env":[{"name":"B","value":"2"}]}]}}'
-    await kubectl("patch", "pod", "p1", "-p", patch)
-    env = await kubectl("get", "pod", "p1", "-o", "jsonpath={.spec.containers[0].env[*].name}")
+    containers = [{"name": "c", "env": [{"name": "B", "value": "2"}]}]
+    patch = json.dumps({"spec": {"template": {"spec": {"containers": containers}}}})
+    await kubectl("patch", "deployment", "d1", "-p", patch)
+    env = await kubectl(
+        "get", "deployment", "d1", "-o", "jsonpath={.spec.template.spec.containers[0].env[*].name}"
+    )
     assert env == "A B"
-    assert "p1" in await kubectl("get", "pods", "-l", "tier=web")
-    described = await kubectl("describe", "pod", "p1")
+    assert "d1" in await kubectl("get", "deployments", "-l", "tier=web")
+    described = await kubectl("describe", "deployment", "d1")
     assert "busybox" in described
     assert ["Namespace:", namespace] in [line.split() for line in described.splitlines()]
 

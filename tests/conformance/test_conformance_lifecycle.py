@@ -8,7 +8,16 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tests.conformance.support import GROUP, MERGE_PATCH, PLURAL, VERSION, gone, widget
+from tests.conformance.support import (
+    COLLECTION_DEADLINE_S,
+    GROUP,
+    MERGE_PATCH,
+    NO_SCHEDULER,
+    PLURAL,
+    VERSION,
+    gone,
+    widget,
+)
 from tests.support import eventually
 
 
@@ -91,7 +100,9 @@ async def test_node_and_pod_status_subresources(core: client.CoreV1Api, namespac
 
     pod = client.V1Pod(
         metadata=client.V1ObjectMeta(name="p"),
-        spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="i")]),
+        spec=client.V1PodSpec(
+            scheduler_name=NO_SCHEDULER, containers=[client.V1Container(name="c", image="i")]
+        ),
     )
     created = await core.create_namespaced_pod(namespace, pod)
     assert created.status.phase == "Pending"
@@ -185,6 +196,7 @@ async def test_owner_deletion_cascades_transitively(
     await eventually(
         lambda: gone(lambda: core.read_namespaced_config_map("grandchild", namespace)),
         "the grandchild to be collected",
+        deadline_s=COLLECTION_DEADLINE_S,
     )
     assert await gone(
         lambda: custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "child")
@@ -194,7 +206,9 @@ async def test_owner_deletion_cascades_transitively(
         kept = await core.read_namespaced_config_map("two-owners", namespace)
         return [r.name for r in kept.metadata.owner_references or []] == ["survivor"]
 
-    await eventually(only_survivor_owns, "the dangling reference to be dropped")
+    await eventually(
+        only_survivor_owns, "the dangling reference to be dropped", COLLECTION_DEADLINE_S
+    )
 
 
 async def test_orphan_propagation_keeps_dependents(core: client.CoreV1Api, namespace: str) -> None:

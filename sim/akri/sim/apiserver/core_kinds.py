@@ -7,11 +7,13 @@ Node, Pod, Service, Event, ConfigMap, Secret, Lease, Job and CustomResourceDefin
 from __future__ import annotations
 
 import base64
+import copy
 import ipaddress
 import itertools
 from collections.abc import Callable
 from typing import Any
 
+from akri.sim.apiserver import pod_updates
 from akri.sim.apiserver.resources import Column, ResourceType
 from akri.sim.apiserver.selectors import field_path
 
@@ -91,6 +93,12 @@ def prepare_pod_spec(spec: JSON) -> None:
 
 def _prepare_pod(pod: JSON) -> None:
     prepare_pod_spec(pod.setdefault("spec", {}))
+
+
+def _pod_update_errors(old: JSON, new: JSON) -> list[tuple[str, str]]:
+    spec = copy.deepcopy(new.get("spec") or {})
+    prepare_pod_spec(spec)  # a real server defaults before it compares
+    return pod_updates.spec_update_errors(old.get("spec") or {}, spec)
 
 
 def _service_preparer() -> Callable[[JSON], None]:
@@ -184,6 +192,7 @@ def builtin_kinds() -> list[ResourceType]:
             ),
             status_on_create={"phase": "Pending"},
             prepare_create=_prepare_pod,
+            validate_update=_pod_update_errors,
             tracks_generation=True,
             returns_deleted_object=True,
         ),

@@ -477,6 +477,10 @@ class Operations:
                 )
         if not meta.get("finalizers"):
             meta.pop("finalizers", None)
+        if not subresource and resource.validate_update is not None:
+            refused = resource.validate_update(current, obj)
+            if refused:
+                raise errors.invalid(resource.group, resource.kind, meta["name"], refused)
         self._admit(resource, obj, strict)
         if resource.key == (CRD_GROUP, "customresourcedefinitions") and subresource != "status":
             obj["status"] = crd.established_status(obj, self._clock())

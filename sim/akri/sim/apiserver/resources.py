@@ -73,6 +73,9 @@ class ResourceType:
     normalize: Callable[[JSON], None] | None = None
     # Kind-specific validation of every written object: (field, message) per problem.
     validate: Callable[[JSON], list[tuple[str, str]]] | None = None
+    # What an update (not of a subresource) may change: (field, message) per refused change,
+    # given the stored object and the proposed one.
+    validate_update: Callable[[JSON, JSON], list[tuple[str, str]]] | None = None
     tracks_generation: bool = False
     returns_deleted_object: bool = False
     orphan_by_default: bool = False
