@@ -10,31 +10,65 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
+import os
 import shutil
+import sys
 import tempfile
-from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri.agent.agent import Agent
 from akri.agent.settings import AgentSettings
 from akri.api import crd_definitions
+from akri.controller.calls import call
 from akri.controller.context import Tuning
 from akri.controller.controller import Controller
 from akri.discovery_handlers.debug_echo import DebugEcho
 from akri.dra.mode import Mode
 from akri.service import Service
-from akri.sim.apiserver import ApiServer
+from akri.sim.apiserver import ApiServer, errors
+from akri.sim.apiserver.server import ADMIN_TOKEN
+from akri.sim.apiserver.tls import Pki
 from akri.sim.kubelet import Kubelet
 from akri.sim.kubelet.node import NodeBridge
+from akri.sim.kubelet.runtime.pod import NodeHost, RuntimeSettings
+from akri.sim.kubelet.runtime.processes import Processes
+from akri.sim.kubelet.runtime.spec import DEFAULT_SIM_IMAGE, SIM_IMAGE_ENV
 from akri.sim.scheduler import Scheduler
 from akri.sim.workloads.controllers import WorkloadControllers
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RuntimeOptions:
+    """How simulated kubelets run containers of the project's image as processes."""
+
+    image: str = field(default_factory=lambda: os.environ.get(SIM_IMAGE_ENV, DEFAULT_SIM_IMAGE))
+    token: Callable[[str, str], str] = lambda _namespace, _account: ADMIN_TOKEN
+    """(namespace, service account) -> the token its pods get; the admin token until the
+    emulator authenticates service accounts."""
+    backoff_initial_s: float = 10.0
+    backoff_max_s: float = 300.0
+
+
+def _pod_log(
+    bridges: Mapping[str, NodeBridge], pod: dict[str, Any], container: str, previous: bool
+) -> str:
+    bridge = bridges.get((pod.get("spec") or {}).get("nodeName") or "")
+    if bridge is None:
+        return ""
+    try:
+        return bridge.log_text(pod["metadata"]["uid"], container, previous)
+    except LookupError as error:
+        raise errors.bad_request(str(error)) from error
 
 
 def node_names(spec: str) -> list[str]:
@@ -63,6 +97,25 @@ class SimNode:
     """Write OFFLINE or device descriptions here to take the node's debugEcho devices offline."""
     agent: Agent | None = None
 
+    @property
+    def root(self) -> Path:
+        return self.device_plugins_dir.parent
+
+    def host_path(self, path: str) -> Path:
+        """Where a path of this node's host filesystem (a hostPath volume) lives here: the
+        kubelet's and akri's directories are the node's own, anything else is under `host/`."""
+        known = {
+            "/var/lib/kubelet/device-plugins": self.device_plugins_dir,
+            "/var/lib/kubelet/pod-resources": self.pod_resources_dir,
+            "/var/lib/kubelet/plugins_registry": self.root / "plugins_registry",
+            "/var/lib/akri": self.discovery_handlers_dir,
+        }
+        clean = "/" + path.strip("/")
+        for prefix, local in known.items():
+            if clean == prefix or clean.startswith(prefix + "/"):
+                return local / clean[len(prefix) :].lstrip("/")
+        return self.root / "host" / clean.lstrip("/")
+
 
 async def load_client(kubeconfig: Path) -> client.ApiClient:
     """A kubernetes-asyncio client loaded from a kubeconfig, the way a user's program loads one."""
@@ -88,17 +141,22 @@ class Cluster(Service):
         agent_options: Mapping[str, Any] | None = None,
         mode: Mode = Mode.DEVICE_PLUGIN,
         dra_api: bool = True,
+        processes: RuntimeOptions | None = None,
     ) -> None:
         """`agents` runs an akri agent on every node (with an embedded debugEcho whose
         availability file is `<workdir>/nodes/<node>/debug-echo-availability`); `controller`
         runs the akri controller with that tuning. `agent_options` are AgentSettings fields
         (e.g. offline_grace) for every agent. `mode` is the agents' and the controller's
-        allocation mode; `dra_api` whether the API server serves resource.k8s.io/v1."""
+        allocation mode; `dra_api` whether the API server serves resource.k8s.io/v1. With
+        `processes`, containers of the project's image run as local processes (root and
+        `unshare` needed), reaching the API server in-cluster over TLS."""
         # Unix socket paths are limited to 107 bytes: keep the work directory short.
         self._owned_workdir = workdir is None
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="akri-sim-", dir="/tmp"))
         self.kubeconfig = kubeconfig or self.workdir / "kubeconfig"
-        self.server = ApiServer(host=host, port=port, dra=dra_api)
+        self._processes = processes
+        pki = Pki(self.workdir / "pki") if processes is not None else None
+        self.server = ApiServer(host=host, port=port, dra=dra_api, pki=pki)
         self.mode = mode
         self.nodes = {name: self._node(name) for name in nodes}
         self._agents = agents
@@ -137,19 +195,50 @@ class Cluster(Service):
         self.server.write_kubeconfig(self.kubeconfig)
         await self.server.apply_definitions(crd_definitions())
         self._client = await load_client(self.kubeconfig)
+        bridges = {}
         for node in self.nodes.values():
             await node.kubelet.start()
-            self._spawn(NodeBridge(node.kubelet, self._client).run(), f"node-{node.name}")
+            bridge = NodeBridge(node.kubelet, self._client, processes=self._runtime(node))
+            bridges[node.name] = bridge
+            self._spawn(bridge.run(), f"node-{node.name}")
             if self._agents:
                 node.agent = Agent(
                     self._agent_settings(node), api_client=self._client, handlers=[node.debug_echo]
                 )
                 self._spawn(node.agent.run(), f"agent-{node.name}")
+        self.server.log_source = functools.partial(_pod_log, bridges)
         self._spawn(Scheduler(self._client).run(), "scheduler")
         self._spawn(WorkloadControllers(self._client).run(), "workload-controllers")
         if self._controller is not None:
             tuning = dataclasses.replace(self._controller, mode=self.mode)
             self._spawn(Controller(self._client, tuning).run(), "controller")
+
+    def _runtime(self, node: SimNode) -> Processes | None:
+        options, pki = self._processes, self.server.pki
+        if options is None or pki is None:
+            return None
+        settings = RuntimeSettings(
+            sim_image=options.image,
+            bin_dir=Path(sys.executable).parent,
+            api_host="127.0.0.1",
+            api_port=self.server.secure_port,
+            ca_file=pki.ca_file,
+            token=options.token,
+            backoff_initial_s=options.backoff_initial_s,
+            backoff_max_s=options.backoff_max_s,
+        )
+        host = NodeHost(node.name, node.host_path, node.root / "pods")
+        return Processes(settings, host, self._fetch)
+
+    async def _fetch(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        core = client.CoreV1Api(self.api_client())
+        read = core.read_namespaced_secret if kind == "Secret" else core.read_namespaced_config_map
+        try:
+            return await call(read, name, namespace)
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
 
     def _agent_settings(self, node: SimNode) -> AgentSettings:
         node.discovery_handlers_dir.mkdir(parents=True, exist_ok=True)

@@ -175,7 +175,7 @@ def builtin_kinds() -> list[ResourceType]:
         ),
         ResourceType(
             "", "v1", "Pod", "pods", "pod", True, ("po",), ("all",),
-            subresources=frozenset({"status", "binding"}),
+            subresources=frozenset({"status", "binding", "log"}),
             columns=(
                 NAME,
                 Column("Ready", "string", _pod_ready),

@@ -29,6 +29,7 @@ _SUBRESOURCE_VERBS = {
     "status": ["get", "patch", "update"],
     "binding": ["create"],
     "scale": ["get", "patch", "update"],
+    "log": ["get"],
 }
 _SUBRESOURCE_KINDS = {
     "binding": {"kind": "Binding"},

@@ -25,6 +25,8 @@ from akri.sim.apiserver.selectors import FieldSelector, LabelSelector
 
 JSON = dict[str, Any]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+LogSource = Callable[[JSON, str, bool], str]
+"""(pod, container, previous) -> the container's output so far; raises ApiError if it has none."""
 log = logging.getLogger(__name__)
 
 _TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})
@@ -99,6 +101,7 @@ class ApiHandlers:
         self._operations = operations
         self._faults = faults
         self._bookmark_interval_s = bookmark_interval_s
+        self.log_source: LogSource | None = None
 
     def routes(self) -> list[web.AbstractRouteDef]:
         return [
@@ -228,6 +231,8 @@ class ApiHandlers:
         ops, resource, query = self._operations, target.resource, request.query
         namespace, name = target.namespace or "", target.name or ""
         strict = query.get("fieldValidation") == "Strict"
+        if target.subresource == "log" and verb == "get":
+            return self._log(request, ops.get(resource, namespace, name))
         if target.subresource == "scale":
             return _json(await self._scale(request, target, verb))
         if verb == "get":
@@ -284,6 +289,28 @@ class ApiHandlers:
         raise errors.method_not_allowed(
             "the server does not allow this method on the requested resource"
         )
+
+    def _log(self, request: web.Request, pod: JSON) -> web.Response:
+        """A container's output, as the kubelet keeps it (`tailLines`, `limitBytes`, `previous`)."""
+        name, query = pod["metadata"]["name"], request.query
+        spec = pod.get("spec") or {}
+        names = [c["name"] for c in [*(spec.get("initContainers") or []), *spec["containers"]]]
+        container = query.get("container") or (names[0] if len(spec["containers"]) == 1 else "")
+        if not container:
+            raise errors.bad_request(
+                f"a container name must be specified for pod {name}, "
+                f"choose one of: [{' '.join(c['name'] for c in spec['containers'])}]"
+            )
+        if container not in names:
+            raise errors.bad_request(f"container {container} is not valid for pod {name}")
+        previous = query.get("previous", "") in _TRUE
+        text = self.log_source(pod, container, previous) if self.log_source else ""
+        if query.get("tailLines", "").isdigit():
+            lines = text.splitlines(keepends=True)
+            text = "".join(lines[len(lines) - min(len(lines), int(query["tailLines"])) :])
+        if query.get("limitBytes", "").isdigit():
+            text = text.encode()[: int(query["limitBytes"])].decode(errors="ignore")
+        return web.Response(text=text, content_type="text/plain")
 
     async def _scale(self, request: web.Request, target: Target, verb: str) -> JSON:
         ops, resource = self._operations, target.resource

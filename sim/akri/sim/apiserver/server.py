@@ -20,13 +20,15 @@ from akri.sim.apiserver.collector import GarbageCollector
 from akri.sim.apiserver.core_kinds import CRD_GROUP, builtin_kinds
 from akri.sim.apiserver.dra_kinds import dra_kinds
 from akri.sim.apiserver.faults import Faults
-from akri.sim.apiserver.handlers import ApiHandlers, pause_gate, status_errors
+from akri.sim.apiserver.handlers import ApiHandlers, LogSource, pause_gate, status_errors
 from akri.sim.apiserver.operations import Operations
 from akri.sim.apiserver.platform_kinds import platform_kinds
 from akri.sim.apiserver.resources import Registry
 from akri.sim.apiserver.store import DEFAULT_HISTORY, Store
+from akri.sim.apiserver.tls import Pki
 
 CONTEXT = "akri-sim"
+ADMIN_TOKEN = "akri-sim"
 _SHUTDOWN_TIMEOUT_S = 2.0
 
 
@@ -36,7 +38,7 @@ def kubeconfig(url: str) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": CONTEXT, "cluster": {"server": url}}],
-        "users": [{"name": CONTEXT, "user": {"token": "akri-sim"}}],
+        "users": [{"name": CONTEXT, "user": {"token": ADMIN_TOKEN}}],
         "contexts": [
             {
                 "name": CONTEXT,
@@ -59,10 +61,18 @@ class ApiServer(Service):
         bookmark_interval_s: float = 60.0,
         fault_seed: int | None = None,
         dra: bool = True,
+        pki: Pki | None = None,
+        secure_port: int = 0,
     ) -> None:
-        """`dra`: serve `resource.k8s.io/v1`, as Kubernetes >= 1.34 does by default."""
+        """`dra`: serve `resource.k8s.io/v1`, as Kubernetes >= 1.34 does by default. With
+        `pki` (created on start) the API is also served over TLS on `secure_port`, as pods reach
+        it in-cluster."""
         self._host = host
         self._port = port
+        self.pki = pki
+        self._secure_port = secure_port
+        self.secure_port = 0
+
         registry = Registry()
         for kind in [
             *builtin_kinds(),
@@ -78,6 +88,15 @@ class ApiServer(Service):
         self._runner: web.AppRunner | None = None
         self._collector_task: asyncio.Task[None] | None = None
         self._url = ""
+
+    @property
+    def log_source(self) -> LogSource | None:
+        """Where `pods/log` reads a container's output (the kubelets' side; set by a cluster)."""
+        return self._handlers.log_source
+
+    @log_source.setter
+    def log_source(self, source: LogSource | None) -> None:
+        self._handlers.log_source = source
 
     @property
     def url(self) -> str:
@@ -98,6 +117,12 @@ class ApiServer(Service):
         await site.start()
         port = self._runner.addresses[0][1]
         self._url = f"http://{self._host}:{port}"
+        if self.pki is not None:
+            self.pki.create()
+            context = self.pki.server_context()
+            secure = web.TCPSite(self._runner, self._host, self._secure_port, ssl_context=context)
+            await secure.start()
+            self.secure_port = self._runner.addresses[1][1]
         self._collector_task = asyncio.create_task(self._collector.run(), name="apiserver-gc")
 
     async def stop(self) -> None:

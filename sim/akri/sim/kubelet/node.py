@@ -28,6 +28,8 @@ from akri.kube.reflector import Object, Reflector
 from akri.sim.kubelet import objects
 from akri.sim.kubelet.kubelet import Kubelet
 from akri.sim.kubelet.model import AdmissionError
+from akri.sim.kubelet.runtime.pod import PodRuntime
+from akri.sim.kubelet.runtime.processes import Processes
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +48,17 @@ class NodeBridge:
     """Runs until cancelled: `task = asyncio.create_task(NodeBridge(kubelet, api).run())`."""
 
     def __init__(
-        self, kubelet: Kubelet, api_client: client.ApiClient, *, heartbeat_s: float = HEARTBEAT_S
+        self,
+        kubelet: Kubelet,
+        api_client: client.ApiClient,
+        *,
+        heartbeat_s: float = HEARTBEAT_S,
+        processes: Processes | None = None,
     ) -> None:
+        """With `processes`, containers of the project's image run as local processes."""
         self._kubelet = kubelet
+        self._processes = processes
+        self._runtimes: dict[str, PodRuntime] = {}
         self._node = kubelet.node_name
         self._core = client.CoreV1Api(api_client)
         self._heartbeat_s = heartbeat_s
@@ -67,6 +77,18 @@ class NodeBridge:
         self._written: set[str] = set()
 
     async def run(self) -> None:
+        try:
+            await self._serve()
+        finally:
+            await asyncio.gather(*(runtime.stop() for runtime in self._runtimes.values()))
+            self._runtimes.clear()
+
+    def log_text(self, uid: str, container: str, previous: bool) -> str:
+        """What a container of a pod on this node wrote (empty for containers without a process)."""
+        runtime = self._runtimes.get(uid)
+        return runtime.log_text(container, previous) if runtime is not None else ""
+
+    async def _serve(self) -> None:
         await self._register_node()
         async with asyncio.TaskGroup() as tasks:
             tasks.create_task(self._pods.run(), name=f"bridge-pods-{self._node}")
@@ -148,6 +170,10 @@ class NodeBridge:
             pod = pods.get(uid)
             if pod is None or _phase(pod) in objects.TERMINAL_PHASES:
                 self._kubelet.remove_pod(uid)  # deleted or completed: its devices are free
+        for uid in list(self._runtimes):
+            pod = pods.get(uid)
+            if pod is None or _phase(pod) in objects.TERMINAL_PHASES:
+                await self._runtimes.pop(uid).stop()
         for uid in self._outcomes.keys() - pods.keys():
             del self._outcomes[uid]
             self._written.discard(uid)
@@ -159,6 +185,7 @@ class NodeBridge:
                 self._outcomes[uid] = await self._admit(pod)
             if uid not in self._written and await self._write(pod, self._outcomes[uid]):
                 self._written.add(uid)
+                self._outcomes[uid].pop("metadata", None)  # the allocations are recorded
 
     async def _admit(self, pod: Object) -> dict[str, Any]:
         metadata = pod["metadata"]
@@ -174,12 +201,27 @@ class NodeBridge:
         except AdmissionError as error:
             log.info("pod %s/%s rejected: %s", metadata["namespace"], metadata["name"], error)
             return {"status": objects.failed_status(error.reason, error.message)}
+        status = objects.running_status(pod, _now())
+        if self._processes is not None and self._processes.wants(pod):
+            runtime = self._processes.runtime(
+                pod, functools.partial(self._runtime_changed, metadata["uid"])
+            )
+            self._runtimes[metadata["uid"]] = runtime
+            runtime.start()
+            status = runtime.status()
         return {
             "metadata": {
                 "annotations": {objects.ALLOCATIONS_ANNOTATION: objects.allocations(admitted)}
             },
-            "status": objects.running_status(pod, _now()),
+            "status": status,
         }
+
+    def _runtime_changed(self, uid: str) -> None:
+        runtime, outcome = self._runtimes.get(uid), self._outcomes.get(uid)
+        if runtime is not None and outcome is not None:
+            outcome["status"] = runtime.status()
+            self._written.discard(uid)
+            self._wake.set()
 
     async def _write(self, pod: Object, outcome: dict[str, Any]) -> bool:
         """Annotation first, so whoever sees the pod Running can read its allocations."""
@@ -196,7 +238,7 @@ class NodeBridge:
             log.warning("status of pod %s/%s not written: %s", namespace, name, error)
             return False
         status = outcome["status"]
-        if status["phase"] == "Failed":
+        if status["phase"] == "Failed" and "reason" in status:
             await record_event(
                 self._core,
                 {**pod, "apiVersion": "v1", "kind": "Pod"},

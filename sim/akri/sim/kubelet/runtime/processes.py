@@ -1,0 +1,27 @@
+"""The process runtime of one simulated node: which pods it runs, and with what."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from akri.sim.kubelet.runtime.pod import Fetch, NodeHost, PodRuntime, RuntimeSettings
+from akri.sim.kubelet.runtime.spec import runs_as_process
+
+
+class Processes:
+    """Pods whose containers are all of the project's image run as processes on this node."""
+
+    def __init__(self, settings: RuntimeSettings, node: NodeHost, fetch: Fetch) -> None:
+        self.settings = settings
+        self.node = node
+        self._fetch = fetch
+
+    def wants(self, pod: Mapping[str, Any]) -> bool:
+        containers = (pod.get("spec") or {}).get("containers") or []
+        return bool(containers) and all(
+            runs_as_process(str(c.get("image", "")), self.settings.sim_image) for c in containers
+        )
+
+    def runtime(self, pod: Mapping[str, Any], changed: Callable[[], None]) -> PodRuntime:
+        return PodRuntime(pod, self.node, self.settings, self._fetch, changed)

@@ -1,0 +1,137 @@
+"""Pods of the project's image run as real processes on the simulated nodes.
+
+One cluster (module-scoped processes are what cost time) runs an agent DaemonSet the way the
+chart deploys it: each pod is a real `akri-agent` in its own mount namespace with the node's
+kubelet directories at their real paths and in-cluster credentials.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from akri.sim.cluster import Cluster, RuntimeOptions
+from tests.kubectl import Kubectl, needs_kubectl
+from tests.support import eventually
+
+IMAGE = "ghcr.io/akri-py/akri-py:0.1.0"
+pytestmark = [
+    needs_kubectl,
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("unshare") is None, reason="needs root and unshare"
+    ),
+]
+
+
+@pytest.fixture
+async def cluster(socket_dir: Path) -> AsyncIterator[Cluster]:
+    options = RuntimeOptions(backoff_initial_s=0.2, backoff_max_s=1.0)
+    async with Cluster(["node-0", "node-1"], workdir=socket_dir, processes=options) as running:
+        yield running
+
+
+@pytest.fixture
+def kubectl(cluster: Cluster, tmp_path: Path) -> Kubectl:
+    return Kubectl(cluster.kubeconfig, tmp_path)
+
+
+def host_volume(name: str, path: str) -> dict[str, Any]:
+    return {"name": name, "hostPath": {"path": path, "type": "DirectoryOrCreate"}}
+
+
+def agent_daemonset() -> dict[str, Any]:
+    """The agent as the chart deploys it (without probes or a metrics port)."""
+    labels = {"app": "agent"}
+    env = [
+        {"name": "AGENT_NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        {"name": "ENABLE_DEBUG_ECHO", "value": "true"},
+        {"name": "METRICS_PORT", "value": "0"},
+        {"name": "LOG_FORMAT", "value": "text"},
+    ]
+    mounts = {
+        "device-plugins": "/var/lib/kubelet/device-plugins",
+        "pod-resources": "/var/lib/kubelet/pod-resources",
+        "discovery-handlers": "/var/lib/akri",
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "agent"},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "agent",
+                            "image": IMAGE,
+                            "command": ["akri-agent"],
+                            "env": env,
+                            "volumeMounts": [
+                                {"name": name, "mountPath": path} for name, path in mounts.items()
+                            ],
+                        }
+                    ],
+                    "volumes": [host_volume(name, path) for name, path in mounts.items()],
+                },
+            },
+        },
+    }
+
+
+async def apply(kubectl: Kubectl, tmp_path: Path, *documents: dict[str, Any]) -> None:
+    path = tmp_path / "manifest.yaml"
+    path.write_text(yaml.safe_dump_all(documents))
+    await kubectl("apply", "-f", str(path))
+
+
+async def agent_pods(kubectl: Kubectl) -> dict[str, dict[str, Any]]:
+    """Node -> its Running agent pod."""
+    listed = json.loads(await kubectl("get", "pods", "-l", "app=agent", "-o", "json"))["items"]
+    return {
+        pod["spec"]["nodeName"]: pod
+        for pod in listed
+        if pod.get("status", {}).get("phase") == "Running"
+        and pod["status"]["containerStatuses"][0]["ready"]
+    }
+
+
+async def test_agent_daemonset_runs_a_real_agent_per_node(
+    cluster: Cluster, kubectl: Kubectl, tmp_path: Path
+) -> None:
+    configuration = yaml.safe_load(Path("crds/examples/debugEcho.yaml").read_text())
+    await apply(kubectl, tmp_path, agent_daemonset(), configuration)
+    await kubectl("rollout", "status", "daemonset/agent", "--timeout=20s", deadline_s=25)
+
+    async def instances_on_both_nodes() -> bool:
+        found = json.loads(await kubectl("get", "akrii", "-o", "json"))["items"]
+        return len(found) == 2 and all(
+            sorted(i["spec"]["nodes"]) == ["node-0", "node-1"] for i in found
+        )
+
+    # the agents reached the API with their in-cluster credentials and the kubelets' sockets
+    await eventually(instances_on_both_nodes, "both agents to report both devices", 30)
+    for node in cluster.nodes.values():
+        resources = node.kubelet.resources()
+        assert "akri.sh/akri-debug-echo-foo" in resources, node.name
+
+    pods = await agent_pods(kubectl)
+    first = pods["node-0"]["metadata"]["name"]
+    logged = await kubectl("logs", first)
+    assert "node-0" in logged
+
+    await kubectl("delete", "pod", first)
+
+    async def replaced() -> bool:
+        now = await agent_pods(kubectl)
+        return "node-0" in now and now["node-0"]["metadata"]["name"] != first
+
+    await eventually(replaced, "a new agent pod on node-0", 30)
