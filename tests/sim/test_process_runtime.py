@@ -22,6 +22,7 @@ from tests.kubectl import Kubectl, needs_kubectl
 from tests.support import eventually
 
 IMAGE = "ghcr.io/akri-py/akri-py:0.1.0"
+DEBUG_ECHO = yaml.safe_load(Path("crds/examples/debugEcho.yaml").read_text())
 pytestmark = [
     needs_kubectl,
     pytest.mark.skipif(
@@ -107,8 +108,7 @@ async def agent_pods(kubectl: Kubectl) -> dict[str, dict[str, Any]]:
 async def test_agent_daemonset_runs_a_real_agent_per_node(
     cluster: Cluster, kubectl: Kubectl, tmp_path: Path
 ) -> None:
-    configuration = yaml.safe_load(Path("crds/examples/debugEcho.yaml").read_text())
-    await apply(kubectl, tmp_path, agent_daemonset(), configuration)
+    await apply(kubectl, tmp_path, agent_daemonset(), DEBUG_ECHO)
     await kubectl("rollout", "status", "daemonset/agent", "--timeout=20s", deadline_s=25)
 
     async def instances_on_both_nodes() -> bool:
