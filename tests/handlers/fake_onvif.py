@@ -1,12 +1,13 @@
 """A small fake ONVIF camera on 127.0.0.1: WS-Discovery responder plus SOAP endpoints.
 
 It answers Probes on the group (joined on loopback) with a ProbeMatch naming its device
-service URL, sends Hello and Bye when told, and serves GetSystemDateAndTime (open),
-GetNetworkInterfaces, GetServices, GetCapabilities, GetProfiles and GetStreamUri (of Media1,
-Media2 or both, as `media` says) (WS-UsernameToken
-PasswordDigest checked, and its Created time against the camera's own clock, which
-`clock_offset` may set off as real cameras' are; fault otherwise). Written from the
-specifications, independently of the handler, so the two check each other.
+service URL (or leaving it out: then a Resolve for its address gets it), sends Hello and Bye
+when told, and serves GetSystemDateAndTime (open), GetNetworkInterfaces, GetServices,
+GetCapabilities, GetProfiles and GetStreamUri, of Media1, Media2 or both as `media` says
+(WS-UsernameToken PasswordDigest checked, and its Created time against the camera's own clock,
+which `clock_offset` may set off as real cameras' are; fault otherwise). It can also stall
+(`stalled`) or send any bytes (`raw_answer`). Written from the specifications, independently
+of the handler, so the two check each other.
 """
 
 from __future__ import annotations
@@ -80,6 +81,11 @@ class FakeCamera:
         self.uuid = uuid
         self.scopes = scopes
         self.answers_probes = True
+        self.xaddrs_in_probe_matches = True  # False: found only by a Resolve
+        self.stalled = False  # SOAP requests wait until the camera closes
+        self.raw_answer: bytes | None = None  # sent as is for every SOAP request
+        self._released = asyncio.Event()
+        self.resolves = 0
         self.answers_soap = True
         self.extra_probe_replies: list[bytes] = []
         self.operations: list[str] = []
@@ -132,6 +138,7 @@ class FakeCamera:
         error: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self._released.set()
         if self._transport is not None:
             self._transport.close()
         self._sender.close()
@@ -142,23 +149,25 @@ class FakeCamera:
     def urn(self) -> str:
         return f"urn:uuid:{self.uuid}"
 
-    def _endpoint(self) -> str:
+    def _endpoint(self, xaddrs: bool = True) -> str:
         return (
             f"<a:EndpointReference><a:Address>{self.urn}</a:Address></a:EndpointReference>"
             "<d:Types>dn:NetworkVideoTransmitter</d:Types>"
             f"<d:Scopes>{' '.join(self.scopes)}</d:Scopes>"
-            f"<d:XAddrs>{self.xaddr}</d:XAddrs><d:MetadataVersion>1</d:MetadataVersion>"
+            + (f"<d:XAddrs>{self.xaddr}</d:XAddrs>" if xaddrs else "")
+            + "<d:MetadataVersion>1</d:MetadataVersion>"
         )
 
-    def probe_match(self, relates_to: str) -> bytes:
+    def _matches(self, kind: str, relates_to: str, xaddrs: bool) -> bytes:
         header = (
-            f"<a:Action>{WSD}/ProbeMatches</a:Action><a:MessageID>urn:uuid:1</a:MessageID>"
+            f"<a:Action>{WSD}/{kind}es</a:Action><a:MessageID>urn:uuid:1</a:MessageID>"
             f"<a:RelatesTo>{relates_to}</a:RelatesTo>"
         )
-        return _envelope(
-            header,
-            f"<d:ProbeMatches><d:ProbeMatch>{self._endpoint()}</d:ProbeMatch></d:ProbeMatches>",
-        )
+        match = f"<d:{kind}es><d:{kind}>{self._endpoint(xaddrs)}</d:{kind}></d:{kind}es>"
+        return _envelope(header, match)
+
+    def probe_match(self, relates_to: str) -> bytes:
+        return self._matches("ProbeMatch", relates_to, self.xaddrs_in_probe_matches)
 
     def hello(self) -> None:
         body = f"<d:Hello>{self._endpoint()}</d:Hello>"
@@ -174,12 +183,18 @@ class FakeCamera:
     def _announce(self, message: bytes) -> None:
         self._sender.sendto(message, (GROUP, self._port))
 
-    def answer_probe(self, data: bytes, sender: tuple[str | int, ...]) -> None:
+    def answer(self, data: bytes, sender: tuple[str | int, ...]) -> None:
+        """Probes and the Resolves that name this camera, each answered to its sender."""
         root = ET.fromstring(data)
-        if root.find("s:Body/d:Probe", NS) is None or not self.answers_probes:
-            return
         message_id = root.findtext("s:Header/a:MessageID", "", NS)
-        for reply in [*self.extra_probe_replies, self.probe_match(message_id)]:
+        if root.find("s:Body/d:Probe", NS) is not None and self.answers_probes:
+            replies = [*self.extra_probe_replies, self.probe_match(message_id)]
+        elif root.findtext("s:Body/d:Resolve/a:EndpointReference/a:Address", "", NS) == self.urn:
+            self.resolves += 1
+            replies = [self._matches("ResolveMatch", message_id, xaddrs=True)]
+        else:
+            replies = []
+        for reply in replies:
             self._sender.sendto(reply, sender)
 
     def _authorized(self, root: ET.Element) -> bool:
@@ -211,6 +226,10 @@ class FakeCamera:
     async def _soap(self, request: web.Request) -> web.Response:
         if not self.answers_soap:
             return web.Response(status=503, text="down")
+        if self.stalled:
+            await self._released.wait()  # a camera too slow to answer in time
+        if self.raw_answer is not None:
+            return web.Response(body=self.raw_answer, content_type="application/soap+xml")
         root = ET.fromstring(await request.read())
         body = root.find("s:Body", NS)
         assert body is not None
@@ -303,4 +322,4 @@ class _Responder(asyncio.DatagramProtocol):
         self._camera = camera
 
     def datagram_received(self, data: bytes, addr: tuple[str | int, ...]) -> None:
-        self._camera.answer_probe(data, addr)
+        self._camera.answer(data, addr)

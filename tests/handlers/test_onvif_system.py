@@ -18,6 +18,7 @@ from akri.discovery_handlers.onvif.handler import Onvif, from_environment
 from tests.handlers.fake_onvif import LOOPBACK, MEDIA, MEDIA2, FakeCamera, free_udp_port
 from tests.handlers.streams import next_list
 
+SOAP_ENV = "http://www.w3.org/2003/05/soap-envelope"
 UUID = "3fa1fe68-b915-4053-a3e1-ac15a21f5f91"
 OTHER = "0b5c5c3a-5e7e-4b52-9a3b-5e0a1d2c3b4f"
 QUICK = "discoveryTimeoutSeconds: 0.2\ninterfaceAddress: 127.0.0.1\n"
@@ -181,6 +182,53 @@ async def test_a_camera_that_stops_answering_disappears_at_the_next_round(
     assert "does not answer" in caplog.text
 
 
+async def test_a_camera_too_slow_to_answer_is_not_listed(
+    port: int, camera: FakeCamera, caplog: pytest.LogCaptureFixture
+) -> None:
+    camera.stalled = True
+    lists = Onvif(port=port, request_timeout=0.2).discover(ONCE, {})
+    async with aclosing(lists):
+        assert await next_list(lists) == []
+    assert "GetSystemDateAndTime: no answer in time" in caplog.text
+
+
+HUGE = b"<a>" + b"x" * (1 << 20) + b"</a>"
+BILLION_LAUGHS = (
+    b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa">'
+    b'<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]><l>&b;</l>'
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        (b"<s:Envelope><s:Body>", "invalid XML"),
+        (b"not xml at all", "invalid XML"),
+        (BILLION_LAUGHS, "DTDForbidden"),
+        (HUGE, "larger than 1048576 bytes"),
+    ],
+)
+async def test_malformed_hostile_and_huge_answers_are_refused(
+    port: int, camera: FakeCamera, caplog: pytest.LogCaptureFixture, answer: bytes, reason: str
+) -> None:
+    camera.raw_answer = answer
+    async with aclosing(discover(port, ONCE)) as lists:
+        assert await next_list(lists) == []
+    assert reason in caplog.text
+    assert "does not answer" in caplog.text
+
+
+async def test_a_large_answer_under_the_cap_is_read_whole(port: int, camera: FakeCamera) -> None:
+    padding = " " * 500_000  # arrives in many chunks
+    camera.raw_answer = (
+        f'<s:Envelope xmlns:s="{SOAP_ENV}"><s:Body>{padding}<GetSystemDateAndTimeResponse '
+        'xmlns="http://www.onvif.org/ver10/device/wsdl"><SystemDateAndTime/>'
+        "</GetSystemDateAndTimeResponse></s:Body></s:Envelope>"
+    ).encode()
+    async with aclosing(discover(port, ONCE)) as lists:
+        assert [d.id for d in await next_list(lists)] == [device_id(camera)]
+
+
 async def test_a_camera_that_stops_answering_probes_disappears(
     port: int, camera: FakeCamera
 ) -> None:
@@ -188,6 +236,16 @@ async def test_a_camera_that_stops_answering_probes_disappears(
         await until(lists, [device_id(camera)])
         camera.answers_probes = False
         await until(lists, [])
+
+
+async def test_a_probe_match_without_service_urls_is_resolved(
+    port: int, camera: FakeCamera
+) -> None:
+    camera.xaddrs_in_probe_matches = False
+    async with aclosing(discover(port, ONCE)) as lists:
+        (device,) = await next_list(lists)
+    assert device.id == device_id(camera)
+    assert camera.resolves == 1
 
 
 async def test_hello_adds_and_bye_removes_between_probes(port: int, camera: FakeCamera) -> None:

@@ -109,3 +109,36 @@ def test_valid_endpoints_survive_a_malformed_sibling(caplog: pytest.LogCaptureFi
     )
     assert wsdiscovery.parse(data) == Message("ProbeMatches", (Endpoint("b"),))
     assert "without an EndpointReference" in caplog.text
+
+
+def test_resolve_names_the_endpoint_address_as_it_was_sent() -> None:
+    match = envelope(
+        "<w:RelatesTo>urn:uuid:7</w:RelatesTo>",
+        f"<d:ProbeMatches><d:ProbeMatch>{endpoint('urn:uuid:ABC-1&amp;')}</d:ProbeMatch>"
+        "</d:ProbeMatches>",
+    )
+    message = wsdiscovery.parse(match)
+    assert message is not None
+    (found,) = message.endpoints
+    assert found == Endpoint("abc-1&")
+    assert found.reference == "urn:uuid:ABC-1&"
+    assert Endpoint("abc").reference == "urn:uuid:abc"
+    root = ET.fromstring(wsdiscovery.resolve("urn:uuid:8", found.reference))
+    ns = {"s": ENV, "a": WSA, "d": WSD}
+    assert root.findtext("s:Header/a:Action", None, ns) == f"{WSD}/Resolve"
+    assert root.findtext("s:Header/a:MessageID", None, ns) == "urn:uuid:8"
+    assert root.findtext("s:Body/d:Resolve/a:EndpointReference/a:Address", None, ns) == (
+        "urn:uuid:ABC-1&"
+    )
+
+
+def test_resolve_matches_carry_the_service_urls() -> None:
+    data = envelope(
+        "<w:RelatesTo>urn:uuid:8</w:RelatesTo>",
+        "<d:ResolveMatches><d:ResolveMatch>"
+        f"{endpoint('urn:uuid:abc', '<d:XAddrs>http://[fe80::1%2]/onvif</d:XAddrs>')}"
+        "</d:ResolveMatch></d:ResolveMatches>",
+    )
+    assert wsdiscovery.parse(data) == Message(
+        "ResolveMatches", (Endpoint("abc", ("http://[fe80::1%2]/onvif",)),), "urn:uuid:8"
+    )

@@ -1,4 +1,5 @@
-"""WS-Discovery over UDP multicast: probing for cameras, and hearing their Hello and Bye.
+"""WS-Discovery over UDP multicast: probing for cameras (and resolving those that answer
+without their service URLs), and hearing their Hello and Bye.
 
 With an interface address, probes leave by that interface only and the listener joins the
 group there; otherwise the OS picks. TTL 1 either way: discovery never leaves the link.
@@ -8,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from akri.discovery_handlers.onvif import wsdiscovery
-from akri.discovery_handlers.onvif.wsdiscovery import GROUP, Message
+from akri.discovery_handlers.onvif.wsdiscovery import GROUP, Endpoint, Kind, Message
 
 ANY = "0.0.0.0"
 
@@ -35,14 +36,17 @@ def _multicast_socket(interface: str | None) -> socket.socket:
     return sock
 
 
-async def probe(interface: str | None, port: int, window: float) -> dict[str, wsdiscovery.Endpoint]:
-    """Endpoints (by uuid) of the ProbeMatches answering one Probe within `window` seconds."""
-    message_id = wsdiscovery.new_message_id()
-    found: dict[str, wsdiscovery.Endpoint] = {}
+async def _ask(
+    interface: str | None, port: int, window: float, requests: dict[str, bytes], kind: Kind
+) -> list[Endpoint]:
+    """Send each request (by MessageID) to the group; the endpoints of the answers of `kind`
+    relating to one of them within `window` seconds, the answer window WS-Discovery prescribes.
+    """
+    found: list[Endpoint] = []
 
     def received(message: Message) -> None:
-        if message.kind == "ProbeMatches" and message.relates_to == message_id:
-            found.update((e.uuid, e) for e in message.endpoints)
+        if message.kind == kind and message.relates_to in requests:
+            found.extend(message.endpoints)
 
     sock = _multicast_socket(interface)
     try:
@@ -53,11 +57,38 @@ async def probe(interface: str | None, port: int, window: float) -> dict[str, ws
     loop = asyncio.get_running_loop()
     transport, _ = await loop.create_datagram_endpoint(lambda: _Datagrams(received), sock=sock)
     try:
-        transport.sendto(wsdiscovery.probe(message_id), (GROUP, port))
-        await asyncio.sleep(window)  # the answer window WS-Discovery prescribes, not a sync
+        for request in requests.values():
+            transport.sendto(request, (GROUP, port))
+        await asyncio.sleep(window)  # the answer window, not a synchronisation
     finally:
         transport.close()
-    return dict(found)
+    return found
+
+
+async def resolve(
+    interface: str | None, port: int, window: float, endpoints: Iterable[Endpoint]
+) -> dict[str, Endpoint]:
+    """The endpoints (by uuid) that answered a Resolve with their XAddrs."""
+    requests = {}
+    for endpoint in endpoints:
+        message_id = wsdiscovery.new_message_id()
+        requests[message_id] = wsdiscovery.resolve(message_id, endpoint.reference)
+    if not requests:
+        return {}
+    matches = await _ask(interface, port, window, requests, "ResolveMatches")
+    return {e.uuid: e for e in matches if e.xaddrs}
+
+
+async def probe(interface: str | None, port: int, window: float) -> dict[str, Endpoint]:
+    """Endpoints (by uuid) answering one Probe, those that left out their XAddrs resolved."""
+    message_id = wsdiscovery.new_message_id()
+    matches = await _ask(
+        interface, port, window, {message_id: wsdiscovery.probe(message_id)}, "ProbeMatches"
+    )
+    found = {e.uuid: e for e in matches}
+    unresolved = [e for e in found.values() if not e.xaddrs]
+    found.update(await resolve(interface, port, window, unresolved))
+    return found
 
 
 class Announcements:
@@ -85,7 +116,7 @@ class Announcements:
         )
 
     def _heard(self, message: Message) -> None:
-        if message.kind != "ProbeMatches":
+        if message.kind in ("Hello", "Bye"):
             self.queue.put_nowait(message)
 
     def close(self) -> None:

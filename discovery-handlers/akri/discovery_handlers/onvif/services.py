@@ -138,10 +138,12 @@ class Transport:
         async with self._session.post(
             address, data=etree.tostring(envelope), headers=headers, timeout=self._timeout
         ) as reply:
-            content = await reply.content.read(MAX_ANSWER_BYTES + 1)
-            if len(content) > MAX_ANSWER_BYTES:
-                raise CameraError(f"answer larger than {MAX_ANSWER_BYTES} bytes refused")
-            return Answer(reply.status, content, dict(reply.headers), reply.charset)
+            content = bytearray()
+            async for chunk in reply.content.iter_any():
+                content += chunk
+                if len(content) > MAX_ANSWER_BYTES:
+                    raise CameraError(f"answer larger than {MAX_ANSWER_BYTES} bytes refused")
+            return Answer(reply.status, bytes(content), dict(reply.headers), reply.charset)
 
     async def aclose(self) -> None:
         """The session is the handler's, closed by it."""

@@ -1,8 +1,9 @@
-"""Pure: WS-Discovery (2005/04) Probe messages for ONVIF cameras, and the answers to them.
+"""Pure: WS-Discovery (2005/04) Probe and Resolve messages for ONVIF cameras, and the answers.
 
 A camera is an endpoint: a stable uuid (its EndpointReference), the service URLs it can be
 reached at (XAddrs) and its scopes. It answers a Probe with ProbeMatches relating to the
-probe's MessageID, announces itself with Hello and leaves with Bye.
+probe's MessageID, announces itself with Hello and leaves with Bye. A match or Hello may leave
+the XAddrs out; a Resolve naming the endpoint's address then asks for them (ResolveMatches).
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from __future__ import annotations
 import logging
 import uuid
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
+from xml.sax.saxutils import escape
 
 from akri.discovery_handlers.onvif.safexml import UnsafeXml, first, local, parse_xml, text_of
 
@@ -25,27 +27,48 @@ DISCOVERY = "http://schemas.xmlsoap.org/ws/2005/04/discovery"
 NETWORK_WSDL = "http://www.onvif.org/ver10/network/wsdl"
 VIDEO_TRANSMITTER = "NetworkVideoTransmitter"
 
-Kind = Literal["ProbeMatches", "Hello", "Bye"]
-_KINDS: tuple[Kind, ...] = ("ProbeMatches", "Hello", "Bye")
-_ENDPOINT_ELEMENT = {"ProbeMatches": "ProbeMatch", "Hello": "Hello", "Bye": "Bye"}
+Kind = Literal["ProbeMatches", "ResolveMatches", "Hello", "Bye"]
+_KINDS: tuple[Kind, ...] = ("ProbeMatches", "ResolveMatches", "Hello", "Bye")
+_ENDPOINT_ELEMENT = {
+    "ProbeMatches": "ProbeMatch",
+    "ResolveMatches": "ResolveMatch",
+    "Hello": "Hello",
+    "Bye": "Bye",
+}
 
 
 def new_message_id() -> str:
     return f"urn:uuid:{uuid.uuid4()}"
 
 
-def probe(message_id: str) -> bytes:
-    """A Probe for NetworkVideoTransmitter, the type every ONVIF camera declares."""
+def _request(action: str, message_id: str, body: str) -> bytes:
     return f"""<?xml version="1.0" encoding="UTF-8"?>
 <s:Envelope xmlns:s="{SOAP_ENV}" xmlns:a="{ADDRESSING}" xmlns:d="{DISCOVERY}" \
 xmlns:dn="{NETWORK_WSDL}">
 <s:Header>
-<a:Action s:mustUnderstand="1">{DISCOVERY}/Probe</a:Action>
+<a:Action s:mustUnderstand="1">{DISCOVERY}/{action}</a:Action>
 <a:MessageID>{message_id}</a:MessageID>
 <a:To s:mustUnderstand="1">urn:schemas-xmlsoap-org:ws:2005:04:discovery</a:To>
 </s:Header>
-<s:Body><d:Probe><d:Types>dn:{VIDEO_TRANSMITTER}</d:Types></d:Probe></s:Body>
+<s:Body>{body}</s:Body>
 </s:Envelope>""".encode()
+
+
+def probe(message_id: str) -> bytes:
+    """A Probe for NetworkVideoTransmitter, the type every ONVIF camera declares."""
+    return _request(
+        "Probe", message_id, f"<d:Probe><d:Types>dn:{VIDEO_TRANSMITTER}</d:Types></d:Probe>"
+    )
+
+
+def resolve(message_id: str, address: str) -> bytes:
+    """A Resolve for the endpoint whose EndpointReference address is `address`."""
+    return _request(
+        "Resolve",
+        message_id,
+        f"<d:Resolve><a:EndpointReference><a:Address>{escape(address)}</a:Address>"
+        "</a:EndpointReference></d:Resolve>",
+    )
 
 
 def endpoint_uuid(address: str) -> str:
@@ -59,6 +82,11 @@ class Endpoint:
     xaddrs: tuple[str, ...] = ()
     scopes: tuple[str, ...] = ()
     types: tuple[str, ...] = ()
+    address: str = field(default="", compare=False)  # as sent, for a Resolve
+
+    @property
+    def reference(self) -> str:
+        return self.address or f"urn:uuid:{self.uuid}"
 
     @property
     def video_transmitter(self) -> bool:
@@ -86,11 +114,12 @@ def _endpoint(element: ET.Element) -> Endpoint | None:
         _words(element, "XAddrs"),
         _words(element, "Scopes"),
         _words(element, "Types"),
+        address.strip(),
     )
 
 
 def parse(data: bytes) -> Message | None:
-    """A ProbeMatches, Hello or Bye; None (with a warning when malformed) for anything else."""
+    """A ProbeMatches, ResolveMatches, Hello or Bye; None (with a warning when malformed) else."""
     try:
         root = parse_xml(data)
     except UnsafeXml as error:
