@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import version
@@ -93,6 +94,9 @@ def _add_instance_name(subparsers: Subparsers) -> None:
 
 
 def _run_sim(args: argparse.Namespace) -> int:
+    # grpc's own INFO lines (a connection told to go away as the nodes stop) are not news to
+    # a user; set before grpc is loaded, unless the user asked for them.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     # Imported here: the simulator pulls in aiohttp and grpc, which `akri crds` does not need.
     from akri.dra.mode import Mode
     from akri.sim.cluster import node_names

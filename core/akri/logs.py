@@ -51,3 +51,25 @@ def configure(level: str, style: LogFormat, stream: TextIO | None = None, **fiel
     handler.addFilter(_Fields(fields))
     handler.setFormatter(JsonFormatter() if style == "json" else logging.Formatter(TEXT_FORMAT))
     logging.basicConfig(level=level, handlers=[handler], force=True)
+
+
+class OnceLog:
+    """Logs each distinct problem once: problems in data repeat (every Allocate, every pass of
+    a loop) until someone fixes the data, and a log line a second buries everything else."""
+
+    def __init__(self, logger: logging.Logger, level: int = logging.WARNING) -> None:
+        self._logger = logger
+        self._level = level
+        self._seen: set[str] = set()
+
+    def __call__(self, message: str, *, key: str | None = None, exc_info: bool = False) -> bool:
+        """Log `message` unless `key` (default: the message) was logged already; True if so.
+
+        `exc_info` adds the exception being handled, so the traceback is there once.
+        """
+        key = message if key is None else key
+        if key in self._seen:
+            return False
+        self._seen.add(key)
+        self._logger.log(self._level, "%s", message, exc_info=exc_info)
+        return True

@@ -10,11 +10,11 @@ import pytest
 
 from akri import slots
 from akri.agent.plugins.allocations import Allocations
-from akri.agent.plugins.once import OnceLog
 from akri.agent.plugins.reclaim import devices_in_use
 from akri.agent.plugins.sockets import MAX_SOCKET_PATH_BYTES, new_nonce, socket_name
 from akri.api import Instance, InstanceSpec, ObjectMeta
 from akri.api.pool import released, view, with_usage
+from akri.logs import OnceLog
 from akri.naming import digest
 from akri.proto.podresources.v1.api_pb2 import (
     ContainerDevices,

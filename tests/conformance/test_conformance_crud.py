@@ -465,3 +465,53 @@ async def test_secret_string_data_is_stored_as_base64_data(
     await core.patch_namespaced_secret("creds", namespace, {"stringData": {"user": "root"}})
     patched = await core.read_namespaced_secret("creds", namespace)
     assert patched.data["user"] == "cm9vdA=="
+
+
+def device_pod(name: str, resources: dict[str, Any]) -> Any:
+    container = {"name": "main", "image": "busybox", "resources": resources}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [container]},
+    }
+
+
+async def test_a_quantity_that_does_not_parse_is_400(
+    core: client.CoreV1Api, namespace: str
+) -> None:
+    with pytest.raises(ApiException) as caught:
+        await core.create_namespaced_pod(
+            namespace, device_pod("p", {"limits": {"akri.sh/cam": "abc"}})
+        )
+    assert caught.value.status == 400
+    assert "quantities must match the regular expression" in status_body(caught.value)["message"]
+
+
+@pytest.mark.parametrize(
+    ("resources", "cause"),
+    [
+        ({"limits": {"akri.sh/cam": "1.5"}}, 'Invalid value: "1500m": must be an integer'),
+        ({"limits": {"akri.sh/cam": "-1"}}, "must be greater than or equal to 0"),
+        (
+            {"limits": {"akri.sh/cam": "2"}, "requests": {"akri.sh/cam": "1"}},
+            "must be equal to akri.sh/cam limit of 2",
+        ),
+    ],
+)
+async def test_invalid_device_quantities_are_422(
+    core: client.CoreV1Api, namespace: str, resources: dict[str, Any], cause: str
+) -> None:
+    with pytest.raises(ApiException) as caught:
+        await core.create_namespaced_pod(namespace, device_pod("p", resources))
+    assert caught.value.status == 422
+    body = status_body(caught.value)
+    assert body["reason"] == "Invalid"
+    assert any(cause in c["message"] for c in body["details"]["causes"])
+
+
+async def test_zero_devices_are_a_valid_request(core: client.CoreV1Api, namespace: str) -> None:
+    created = await core.create_namespaced_pod(
+        namespace, device_pod("p", {"limits": {"akri.sh/cam": 0}})
+    )
+    assert created.spec.containers[0].resources.limits == {"akri.sh/cam": "0"}

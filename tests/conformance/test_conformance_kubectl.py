@@ -5,12 +5,23 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
+from kubernetes_asyncio import client
 
-from tests.conformance.support import DEADLINE_S, GROUP, PLURAL, VERSION, WIDGET_CRD
+from akri.kube.events import record_event
+from tests.conformance.support import (
+    DEADLINE_S,
+    GROUP,
+    PLURAL,
+    VERSION,
+    WIDGET_CRD,
+    raw_get,
+)
 from tests.kubectl import Kubectl, needs_kubectl
 
 pytestmark = needs_kubectl
@@ -141,3 +152,42 @@ async def test_get_watch_receives_a_change(
     finally:
         watcher.kill()
         await watcher.wait()
+
+
+async def test_events_show_when_they_were_last_seen(
+    kubectl: Kubectl, api: client.ApiClient, namespace: str
+) -> None:
+    """Events written by akri-py (lastTimestamp) and by newer clients (eventTime only)."""
+    core = client.CoreV1Api(api)
+    involved = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cm", "namespace": namespace},
+    }
+    await record_event(core, involved, "Recorded", "by akri-py", component="test")
+    modern: Any = {
+        "metadata": {"name": "cm.modern"},
+        "involvedObject": {"kind": "ConfigMap", "name": "cm", "namespace": namespace},
+        "reason": "Modern",
+        "message": "eventTime only",
+        "type": "Normal",
+        "eventTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "reportingComponent": "test",
+        "reportingInstance": "test-1",
+        "action": "Test",
+    }
+    await core.create_namespaced_event(namespace, modern)
+
+    rows = (await kubectl("get", "events", "--no-headers")).splitlines()
+
+    assert len(rows) == 2
+    assert all(row.split()[0].endswith("s") for row in rows), rows
+    response = await raw_get(
+        api,
+        f"/api/v1/namespaces/{namespace}/events",
+        {"fieldSelector": "reason=Recorded"},
+    )
+    (body,) = json.loads(await response.read())["items"]
+    response.release()
+    for field in ("firstTimestamp", "lastTimestamp"):
+        datetime.strptime(body[field], "%Y-%m-%dT%H:%M:%SZ")  # to the second, in UTC

@@ -12,8 +12,8 @@ from akri.sim.kubelet.admission import ResourceEntry, admit
 from akri.sim.kubelet.allocation import select
 from akri.sim.kubelet.devices import DeviceInfo, ResourceDevices
 from akri.sim.kubelet.model import AllocationError
-from akri.sim.kubelet.names import is_extended_resource_name
 from akri.sim.kubelet.pods import PodDevices
+from akri.sim.resource_names import is_extended_resource_name
 
 R = "akri.sh/cam"
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import shutil
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ from akri.kube.reflector import Key, Object, Reflector
 from akri.sim.apiserver import ApiServer
 from akri.sim.kubelet import Kubelet
 from akri.sim.kubelet.changes import Changes
-from akri.sim.kubelet.node import NodeBridge
+from akri.sim.kubelet.node import LEASE_DURATION_S, LEASE_NAMESPACE, NodeBridge
 from akri.sim.kubelet.objects import ALLOCATIONS_ANNOTATION
 from tests.kubelet.plugin import FakePlugin, device
 
@@ -170,3 +172,41 @@ async def test_pods_bound_while_the_kubelet_is_down_are_admitted_when_it_is_back
     await create_pod(core, "late")
     await pods.until(phase_of("late", "Running"))
     assert plugin.allocate_requests == [["a"]]
+
+
+async def test_the_node_lease_is_renewed_while_the_kubelet_runs(
+    kubelet: Kubelet, api: client.ApiClient, socket_dir: Path
+) -> None:
+    leases = client.CoordinationV1Api(api)
+    follow = Follow(
+        lambda handler: Reflector(
+            functools.partial(leases.list_namespaced_lease, LEASE_NAMESPACE), handler
+        )
+    )
+    task = asyncio.create_task(NodeBridge(kubelet, api, heartbeat_s=0.1).run(), name="bridge")
+    try:
+        await follow.until(lambda objects: (LEASE_NAMESPACE, NODE) in objects)
+        lease = follow.reflector.objects[(LEASE_NAMESPACE, NODE)]
+        assert lease["spec"]["holderIdentity"] == NODE
+        assert lease["spec"]["leaseDurationSeconds"] == LEASE_DURATION_S
+        assert [o["kind"] for o in lease["metadata"]["ownerReferences"]] == ["Node"]
+        first = lease["spec"]["renewTime"]
+        await follow.until(
+            lambda objects: objects[(LEASE_NAMESPACE, NODE)]["spec"]["renewTime"] != first
+        )
+
+        if shutil.which("kubectl") is not None:
+            process = await asyncio.create_subprocess_exec(
+                "kubectl", "describe", "node", NODE,
+                env={"KUBECONFIG": str(socket_dir / "kubeconfig"), "HOME": str(socket_dir)},
+                stdout=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            async with asyncio.timeout(WAIT_S):
+                out, _ = await process.communicate()
+            described = out.decode()
+            assert ["HolderIdentity:", NODE] in [line.split() for line in described.splitlines()]
+            assert "Failed to get lease" not in described
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await follow.stop()

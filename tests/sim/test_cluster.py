@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri.sim.cluster import Cluster, node_names
 from akri.sim.kubelet.objects import ALLOCATIONS_ANNOTATION
@@ -34,7 +35,7 @@ async def widgets_on_node_1(cluster: Cluster) -> AsyncIterator[FakePlugin]:
     await plugin.stop()
 
 
-def pod(name: str, widgets: int) -> client.V1Pod:
+def pod(name: str, widgets: int | str) -> client.V1Pod:
     resources = client.V1ResourceRequirements(limits={RESOURCE: str(widgets)})
     container = client.V1Container(name="app", image="busybox", resources=resources)
     return client.V1Pod(
@@ -100,6 +101,25 @@ async def test_second_pod_waits_until_the_first_frees_the_devices(cluster: Clust
 
     await core.delete_namespaced_pod("first", "default")
     await eventually(lambda: _is(phase(core, "second"), "Running"), "the second pod to run")
+
+
+@pytest.mark.usefixtures("widgets_on_node_1")
+async def test_bad_pods_stop_neither_the_scheduler_nor_the_node(cluster: Cluster) -> None:
+    """Issue 16: one pod with `limits: {widget: "abc"}` used to stop the scheduler for good."""
+    core = client.CoreV1Api(cluster.api_client())
+    with pytest.raises(ApiException) as refused:
+        await core.create_namespaced_pod("default", pod("abc", "abc"))
+    assert refused.value.status == 400
+    # The emulator, like the API server, does not check every field: these get through.
+    odd = {"name": "app", "image": "busybox", "resources": "none"}
+    for name, node in (("unreadable", None), ("unreadable-bound", "node-1")):
+        body: Any = {"metadata": {"name": name}, "spec": {"containers": [odd], "nodeName": node}}
+        await core.create_namespaced_pod("default", body)
+
+    await core.create_namespaced_pod("default", pod("after", 1))
+
+    await eventually(lambda: _is(phase(core, "after"), "Running"), "a later pod to run")
+    assert await phase(core, "unreadable") == "Pending"
 
 
 def test_node_names() -> None:

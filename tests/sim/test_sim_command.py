@@ -33,7 +33,7 @@ async def kubectl(kubeconfig: Path, *args: str) -> tuple[int, str]:
 
 
 @needs_kubectl
-async def test_sim_serves_kubectl_and_stops_cleanly_on_sigterm(socket_dir: Path) -> None:
+async def test_sim_serves_kubectl_and_stops_quietly_on_ctrl_c(socket_dir: Path) -> None:
     kubeconfig = socket_dir / "kubeconfig"
     sim = await akri(
         "sim", "--nodes", "2", "--kubeconfig", str(kubeconfig), "--apply", str(EXAMPLE)
@@ -55,11 +55,19 @@ async def test_sim_serves_kubectl_and_stops_cleanly_on_sigterm(socket_dir: Path)
         code, output = await kubectl(kubeconfig, "get", "akric")
         assert code == 0
         assert "akri-debug-echo-foo" in output
+
+        async def plugins_serve() -> bool:
+            code, output = await kubectl(kubeconfig, "get", "pods", "--no-headers")
+            return code == 0 and output.count(" Running ") == 4
+
+        await eventually(plugins_serve, "four brokers Running", deadline_s=60)
     finally:
         if sim.returncode is None:
-            sim.send_signal(signal.SIGTERM)
+            sim.send_signal(signal.SIGINT)
         _, errors = await asyncio.wait_for(sim.communicate(), 60)
     assert sim.returncode == 0, errors.decode()
+    # Issue 16: every ListAndWatch used to end with a warning ("Cancelling all calls").
+    assert errors.decode().split("akri sim: stopping\n")[1] == ""
 
 
 async def test_bad_node_list_is_a_usage_error() -> None:

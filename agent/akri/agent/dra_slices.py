@@ -16,12 +16,12 @@ from kubernetes_asyncio import client
 
 from akri import naming
 from akri.agent.instances import InstanceCache, Subscription
-from akri.agent.plugins.once import OnceLog
 from akri.api import Configuration
 from akri.backoff import Backoff
 from akri.dra.devices import published_devices
 from akri.dra.slices import Pool, local_pool_name
 from akri.dra.writer import SliceWriter
+from akri.logs import OnceLog
 
 log = logging.getLogger(__name__)
 

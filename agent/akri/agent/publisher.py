@@ -19,7 +19,6 @@ from akri.agent import metrics
 from akri.agent.discovery.model import Device
 from akri.agent.instances import InstanceCache
 from akri.agent.offline import OfflineGrace
-from akri.agent.plugins.once import OnceLog
 from akri.agent.reconcile import (
     Delete,
     Wanted,
@@ -32,6 +31,7 @@ from akri.agent.reconcile import (
 from akri.api import Configuration, Instance
 from akri.backoff import Backoff
 from akri.kube.guarded import HTTP_CONFLICT, HTTP_NOT_FOUND
+from akri.logs import OnceLog
 
 log = logging.getLogger(__name__)
 

@@ -268,12 +268,14 @@ class Cluster(Service):
         self._tasks.append(task)
 
     async def stop(self) -> None:
+        # Nodes first: a kubelet hanging up on its plugins is a requested stop, while plugins
+        # vanishing under a running kubelet is worth the kubelet's warning.
+        for node in self.nodes.values():
+            await node.kubelet.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
-        for node in self.nodes.values():
-            await node.kubelet.stop()
         if self._client is not None:
             await self._client.close()
             self._client = None

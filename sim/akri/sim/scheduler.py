@@ -20,6 +20,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri.kube.events import record_event
 from akri.kube.reflector import Object, Reflector
+from akri.logs import OnceLog
 from akri.sim import scheduling
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,7 @@ class Scheduler:
         self._nodes = Reflector(self._core.list_node, self._changed)
         self._assumed: dict[str, str] = {}  # pod uid -> node, until the watch shows the bind
         self._reported: dict[str, str] = {}  # pod uid -> last FailedScheduling message
+        self._warn_once = OnceLog(log)
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as tasks:
@@ -45,7 +47,10 @@ class Scheduler:
             while True:
                 await self._wake.wait()
                 self._wake.clear()
-                await self.schedule_pending()
+                try:
+                    await self.schedule_pending()
+                except Exception:  # the next change tries again; a scheduler never stops
+                    log.exception("scheduling pass failed")
 
     async def _changed(self, _kind: str, _obj: Object) -> None:
         self._wake.set()
@@ -69,18 +74,50 @@ class Scheduler:
     async def schedule_pending(self) -> None:
         """One pass: place every Pending pod that fits, oldest first."""
         pending = self._pending()  # also forgets assumptions the watch has confirmed
-        pods = {pod["metadata"]["uid"]: pod for pod in self._pods.objects.values()}
+        pods = {
+            pod["metadata"]["uid"]: pod
+            for pod in self._pods.objects.values()
+            if self._readable(pod)
+        }
         self._assumed = {uid: node for uid, node in self._assumed.items() if uid in pods}
         used = scheduling.requested_on_nodes(pods.values())
         for uid, node in self._assumed.items():
             used.setdefault(node, Counter()).update(scheduling.pod_requests(pods[uid]))
         for pod in pending:
-            decision = scheduling.choose_node(pod, self._nodes.objects.values(), used)
+            if pod["metadata"]["uid"] not in pods:
+                continue
+            try:
+                decision = scheduling.choose_node(pod, self._nodes.objects.values(), used)
+            except Exception:
+                self._unreadable(pod)
+                continue
             if decision.node is None:
                 await self._report_unschedulable(pod, decision.message)
             elif await self._bind(pod, decision.node):
                 self._assumed[pod["metadata"]["uid"]] = decision.node
                 used.setdefault(decision.node, Counter()).update(scheduling.pod_requests(pod))
+
+    def _readable(self, pod: Object) -> bool:
+        """Whether the pod's requests can be read; one that cannot is left Pending, logged once.
+
+        The API server checks quantities, but not every field of a Pod (nor does its emulator);
+        one odd object must not stop every other pod from being scheduled.
+        """
+        try:
+            scheduling.pod_requests(pod)
+        except Exception:
+            self._unreadable(pod)
+            return False
+        return True
+
+    def _unreadable(self, pod: Object) -> None:
+        metadata = pod["metadata"]
+        self._warn_once(
+            f"cannot schedule {metadata.get('namespace')}/{metadata.get('name')}: its spec "
+            "cannot be read; it stays Pending",
+            key=str(metadata.get("uid")),
+            exc_info=True,
+        )
 
     async def _bind(self, pod: Object, node: str) -> bool:
         metadata = pod["metadata"]

@@ -12,19 +12,24 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from akri.sim import quantity
+from akri.sim.resource_names import is_extended_resource_name
+
 Object = Mapping[str, Any]
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-
-
-def is_extended(resource: str) -> bool:
-    return "/" in resource and not resource.startswith(("kubernetes.io/", "hugepages-"))
 
 
 def _container_requests(container: Object) -> Counter[str]:
     resources = container.get("resources") or {}
     # For extended resources requests must equal limits; a limit alone implies the request.
     merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-    return Counter({name: int(value) for name, value in merged.items() if is_extended(name)})
+    return Counter(
+        {
+            name: quantity.count(value)
+            for name, value in merged.items()
+            if is_extended_resource_name(name)
+        }
+    )
 
 
 def pod_requests(pod: Object) -> Counter[str]:
@@ -116,7 +121,11 @@ def untolerated_taints(pod: Object, node: Object) -> list[Object]:
 def allocatable(node: Object) -> Counter[str]:
     status = node.get("status") or {}
     return Counter(
-        {k: int(v) for k, v in (status.get("allocatable") or {}).items() if is_extended(k)}
+        {
+            k: quantity.count(v)
+            for k, v in (status.get("allocatable") or {}).items()
+            if is_extended_resource_name(k)
+        }
     )
 
 

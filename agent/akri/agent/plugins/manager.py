@@ -30,13 +30,13 @@ from akri.agent.plugins.desired import (
 from akri.agent.plugins.group_commit import GroupCommit
 from akri.agent.plugins.instance_level import InstancePlugin
 from akri.agent.plugins.kubelet_watch import WATCH_INTERVAL_S, KubeletWatch
-from akri.agent.plugins.once import OnceLog
 from akri.agent.plugins.plugin import CONCURRENT_REGISTRATIONS, Plugin, register_backoff
 from akri.agent.plugins.response import DeviceExtras, no_extras
 from akri.agent.plugins.servicer import PluginEnv, PluginServicer
 from akri.api import Instance
 from akri.api.pool import view
 from akri.backoff import Backoff
+from akri.logs import OnceLog
 from akri.proto.deviceplugin.v1beta1.constants import DEVICE_PLUGIN_PATH, KUBELET_SOCKET_NAME
 
 log = logging.getLogger(__name__)

@@ -32,11 +32,11 @@ from akri.agent import metrics
 from akri.agent.instances import InstanceCache, Topic
 from akri.agent.plugins.desired import ConfigurationLookup, PluginSpec
 from akri.agent.plugins.group_commit import GroupCommit
-from akri.agent.plugins.once import OnceLog
 from akri.agent.plugins.response import DeviceExtras, allocate_response
 from akri.agent.plugins.server import OPTIONS
 from akri.api import Instance
 from akri.kube.guarded import UpdateConflict
+from akri.logs import OnceLog
 from akri.proto.deviceplugin.v1beta1.api_pb2 import (
     AllocateRequest,
     AllocateResponse,

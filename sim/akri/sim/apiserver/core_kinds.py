@@ -7,12 +7,15 @@ Node, Pod, Service, Event, ConfigMap, Secret, Lease, Job and CustomResourceDefin
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
+import datetime
 import ipaddress
 import itertools
 from collections.abc import Callable
 from typing import Any
 
+from akri.sim import quantity
 from akri.sim.apiserver import pod_updates
 from akri.sim.apiserver.resources import Column, ResourceType
 from akri.sim.apiserver.selectors import field_path
@@ -73,6 +76,32 @@ def _count(path: str, *more: str) -> Any:
 def _event_object(event: JSON) -> str:
     involved = event.get("involvedObject") or {}
     return f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}"
+
+
+def _event_last_seen(event: JSON) -> Any:
+    """kubectl's LAST SEEN: lastTimestamp, else the series' last observation, else eventTime."""
+    return (
+        event.get("lastTimestamp")
+        or _get(event, "series.lastObservedTime")
+        or event.get("eventTime")
+    )
+
+
+def _normalize_event(event: JSON) -> None:
+    """Times as the server stores them: Time fields to the second, MicroTime fields to the
+    microsecond, both in UTC with a Z (clients send other offsets and precisions)."""
+    for field, style in (
+        ("firstTimestamp", "%Y-%m-%dT%H:%M:%SZ"),
+        ("lastTimestamp", "%Y-%m-%dT%H:%M:%SZ"),
+        ("eventTime", "%Y-%m-%dT%H:%M:%S.%fZ"),
+    ):
+        value = event.get(field)
+        if isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                parsed = datetime.datetime.fromisoformat(value)
+                if parsed.tzinfo is None:
+                    parsed = parsed.replace(tzinfo=datetime.UTC)
+                event[field] = parsed.astimezone(datetime.UTC).strftime(style)
 
 
 def _job_completions(job: JSON) -> str:
@@ -193,6 +222,7 @@ def builtin_kinds() -> list[ResourceType]:
             status_on_create={"phase": "Pending"},
             prepare_create=_prepare_pod,
             validate_update=_pod_update_errors,
+            validate=quantity.pod_problems,
             tracks_generation=True,
             returns_deleted_object=True,
         ),
@@ -212,13 +242,14 @@ def builtin_kinds() -> list[ResourceType]:
         ResourceType(
             "", "v1", "Event", "events", "event", True, ("ev",),
             columns=(
-                Column("Last Seen", "date", path_cell("lastTimestamp")),
+                Column("Last Seen", "date", _event_last_seen),
                 Column("Type", "string", path_cell("type")),
                 Column("Reason", "string", path_cell("reason")),
                 Column("Object", "string", _event_object),
                 Column("Message", "string", path_cell("message")),
             ),
             field_labels=_event_fields(),
+            normalize=_normalize_event,
         ),
         ResourceType(
             "", "v1", "ConfigMap", "configmaps", "configmap", True, ("cm",),

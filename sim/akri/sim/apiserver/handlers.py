@@ -440,6 +440,8 @@ class ApiHandlers:
             await stream.run(
                 response, timeout, self._bookmark_interval_s, self._operations, self._faults
             )
+        except ConnectionResetError:  # the client hung up: the watch simply ends
+            return response
         finally:
             feed.close()
             self._faults.untrack_watch(feed)

@@ -429,10 +429,16 @@ class Operations:
                 listed = ", ".join(f'unknown field "{path}"' for path in unknown)
                 raise errors.bad_request(f"strict decoding error: {listed}")
             problems += schema.validate(obj, resource.schema)
-        if resource.validate is not None:
-            problems += resource.validate(obj)
         if resource.key == (CRD_GROUP, "customresourcedefinitions"):
             crd.check(obj)
+        if resource.validate is not None:
+            try:
+                problems += resource.validate(obj)
+            except ValueError as error:
+                raise errors.bad_request(
+                    f'{resource.kind} in version "{resource.version}" cannot be handled as a '
+                    f"{resource.kind}: {error}"
+                ) from None
         if problems:
             raise errors.invalid(resource.group, resource.kind, meta["name"], problems)
 

@@ -71,7 +71,8 @@ class ResourceType:
     prepare_create: Callable[[JSON], None] | None = None
     # Kind-specific rewriting of every written object (e.g. Secret stringData into data).
     normalize: Callable[[JSON], None] | None = None
-    # Kind-specific validation of every written object: (field, message) per problem.
+    # Kind-specific validation on every create and update: (field, message) per problem (422);
+    # a ValueError means the object cannot be decoded at all (400).
     validate: Callable[[JSON], list[tuple[str, str]]] | None = None
     # What an update (not of a subresource) may change: (field, message) per refused change,
     # given the stored object and the proposed one.

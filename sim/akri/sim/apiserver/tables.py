@@ -26,11 +26,11 @@ def wants_table(accept: str) -> bool:
 def human_age(timestamp: str, now: datetime.datetime | None = None) -> str:
     """A short duration like kubectl's AGE column: 45s, 5m10s, 3h, 12d, 2y30d."""
     try:
-        then = datetime.datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(
-            tzinfo=datetime.UTC
-        )
+        then = datetime.datetime.fromisoformat(timestamp)
     except (TypeError, ValueError):
         return "<unknown>"
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=datetime.UTC)
     seconds = int(((now or datetime.datetime.now(datetime.UTC)) - then).total_seconds())
     if seconds < 0:
         return "0s"

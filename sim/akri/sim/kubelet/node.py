@@ -1,10 +1,10 @@
 """Connects a kubelet emulator to the Kubernetes API server, as a kubelet's API side does.
 
-Registers the Node, publishes the device resources' capacity and allocatable whenever they
-change (and a heartbeat every `heartbeat_s`), follows the Pods bound to the node, admits them
-through the emulator and writes their status: Running, with what Allocate answered in the
-`sim.akri.sh/allocations` annotation, or Failed with the admission reason. Pods that are
-deleted or reach a terminal phase free their devices.
+Registers the Node, renews its Lease in kube-node-lease, publishes the device resources'
+capacity and allocatable whenever they change (and a heartbeat every `heartbeat_s`), follows
+the Pods bound to the node, admits them through the emulator and writes their status: Running,
+with what Allocate answered in the `sim.akri.sh/allocations` annotation, or Failed with the
+admission reason. Pods that are deleted or reach a terminal phase free their devices.
 
 While the emulator is stopped ("node down") the bridge plays the node lifecycle controller and
 reports the Ready condition as Unknown; pods bound meanwhile are admitted once it is back.
@@ -25,6 +25,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from akri.backoff import Backoff
 from akri.kube.events import record_event
 from akri.kube.reflector import Object, Reflector
+from akri.logs import OnceLog
 from akri.sim.kubelet import objects
 from akri.sim.kubelet.kubelet import Kubelet
 from akri.sim.kubelet.model import AdmissionError
@@ -36,6 +37,10 @@ log = logging.getLogger(__name__)
 HEARTBEAT_S: Final = 10.0
 """How often the Ready condition's heartbeat is renewed (the kubelet's status frequency)."""
 HTTP_CONFLICT: Final = 409
+HTTP_NOT_FOUND: Final = 404
+LEASE_NAMESPACE: Final = "kube-node-lease"
+LEASE_DURATION_S: Final = 40
+"""The kubelet's node lease: renewed every heartbeat, expired after 40 s without one."""
 COMPONENT: Final = "kubelet"
 _API_ERRORS = (ApiException, aiohttp.ClientError, OSError, TimeoutError)
 
@@ -61,6 +66,7 @@ class NodeBridge:
         self._runtimes: dict[str, PodRuntime] = {}
         self._node = kubelet.node_name
         self._core = client.CoreV1Api(api_client)
+        self._leases = client.CoordinationV1Api(api_client)
         self._heartbeat_s = heartbeat_s
         self._pods = Reflector(
             self._core.list_pod_for_all_namespaces,
@@ -75,6 +81,7 @@ class NodeBridge:
         self._outcomes: dict[str, dict[str, Any]] = {}
         """Pod uid -> the status the kubelet decided; written until the write succeeds."""
         self._written: set[str] = set()
+        self._warn_once = OnceLog(log)
 
     async def run(self) -> None:
         try:
@@ -90,6 +97,7 @@ class NodeBridge:
 
     async def _serve(self) -> None:
         await self._register_node()
+        await self._renew_lease()
         async with asyncio.TaskGroup() as tasks:
             tasks.create_task(self._pods.run(), name=f"bridge-pods-{self._node}")
             tasks.create_task(self._follow_kubelet(), name=f"bridge-kubelet-{self._node}")
@@ -98,7 +106,10 @@ class NodeBridge:
             while True:
                 await self._wake.wait()
                 self._wake.clear()
-                await self._sync_pods()
+                try:
+                    await self._sync_pods()
+                except Exception:  # the next change tries again; a kubelet never stops
+                    log.exception("syncing the pods of %s failed", self._node)
 
     # --- Node ------------------------------------------------------------------------------
 
@@ -136,8 +147,44 @@ class NodeBridge:
     async def _heartbeat(self) -> None:
         while True:
             await asyncio.sleep(self._heartbeat_s)
+            await self._renew_lease()
             await self._publish_status(heartbeat=True)
             self._wake.set()  # also retries pod status writes that failed
+
+    async def _renew_lease(self) -> None:
+        """Renew the node's Lease in kube-node-lease (made at first, owned by the Node), as a
+        kubelet does while it runs; a stopped kubelet lets it expire."""
+        if not self._kubelet.running:
+            return
+        now = datetime.now(UTC)
+        spec = {
+            "holderIdentity": self._node,
+            "leaseDurationSeconds": LEASE_DURATION_S,
+            "renewTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        }
+        try:
+            try:
+                await self._leases.patch_namespaced_lease(
+                    self._node, LEASE_NAMESPACE, {"spec": spec}
+                )
+            except ApiException as error:
+                if error.status != HTTP_NOT_FOUND:
+                    raise
+                node = await self._core.read_node(self._node)
+                owner = client.V1OwnerReference(
+                    api_version="v1", kind="Node", name=self._node, uid=node.metadata.uid
+                )
+                body = client.V1Lease(
+                    metadata=client.V1ObjectMeta(name=self._node, owner_references=[owner]),
+                    spec=client.V1LeaseSpec(
+                        holder_identity=self._node,
+                        lease_duration_seconds=LEASE_DURATION_S,
+                        renew_time=now,
+                    ),
+                )
+                await self._leases.create_namespaced_lease(LEASE_NAMESPACE, body)
+        except _API_ERRORS as error:
+            log.warning("lease of %s not renewed: %s", self._node, error)
 
     async def _publish_status(self, *, heartbeat: bool) -> None:
         """Write Node status when it changed, or to renew the heartbeat."""
@@ -182,7 +229,12 @@ class NodeBridge:
             if uid not in self._outcomes:
                 if _phase(pod) in objects.TERMINAL_PHASES or not self._kubelet.running:
                     continue
-                self._outcomes[uid] = await self._admit(pod)
+                try:
+                    self._outcomes[uid] = await self._admit(pod)
+                except Exception:  # one odd pod must not keep the node's other pods waiting
+                    name = f"{pod['metadata'].get('namespace')}/{pod['metadata'].get('name')}"
+                    self._warn_once(f"cannot admit {name} on {self._node}", key=uid, exc_info=True)
+                    continue
             if uid not in self._written and await self._write(pod, self._outcomes[uid]):
                 self._written.add(uid)
                 self._outcomes[uid].pop("metadata", None)  # the allocations are recorded

@@ -13,6 +13,8 @@ from typing import Any, Final
 from google.protobuf.json_format import MessageToDict
 
 from akri.sim.kubelet.model import AdmittedPod, Container, ResourceStatus
+from akri.sim.quantity import count
+from akri.sim.resource_names import is_extended_resource_name
 
 Object = Mapping[str, Any]
 ALLOCATIONS_ANNOTATION: Final = "sim.akri.sh/allocations"
@@ -21,11 +23,6 @@ NODE_BASE_RESOURCES: Final = {"cpu": "8", "memory": "16Gi", "pods": "110"}
 """Simulated nodes have room to spare for everything but devices."""
 TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
 _READY_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready")
-
-
-def is_device_resource(name: str) -> bool:
-    """Extended resources a device plugin can serve: `domain/name` outside kubernetes.io."""
-    return "/" in name and "kubernetes.io/" not in name
 
 
 def containers_of(pod: Object) -> tuple[list[Container], list[Container]]:
@@ -41,7 +38,9 @@ def _container(container: Object, *, init: bool) -> Container:
     resources = container.get("resources") or {}
     # Extended resources need requests == limits; a request alone is refused by the API.
     wanted = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
-    devices = {name: int(value) for name, value in wanted.items() if is_device_resource(name)}
+    devices = {
+        name: count(value) for name, value in wanted.items() if is_extended_resource_name(name)
+    }
     restartable = init and container.get("restartPolicy") == "Always"
     return Container(container["name"], devices, restartable=restartable)
 

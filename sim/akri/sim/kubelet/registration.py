@@ -14,7 +14,7 @@ from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import RegistrationServicer
 from akri.proto.deviceplugin.v1beta1.constants import SUPPORTED_VERSIONS
 from akri.sim.kubelet.manager import DeviceManager
 from akri.sim.kubelet.model import RegistrationError
-from akri.sim.kubelet.names import is_extended_resource_name
+from akri.sim.resource_names import is_extended_resource_name
 
 log = logging.getLogger(__name__)
 
