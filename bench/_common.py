@@ -14,6 +14,7 @@ import os
 import resource
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -100,6 +101,68 @@ def report(*rows: Row) -> None:
     """Print rows for `make report` (docs/performance.md); see `akri.sim.report` for the format."""
     for row in rows:
         print(row_line(row), flush=True)
+
+
+def median(samples: Sequence[float]) -> float:
+    return statistics.median(samples) if samples else math.nan
+
+
+def spread(samples: Sequence[float], unit: str, digits: int = 2) -> str:
+    """`median (min - max, n=N)` of one number over several runs."""
+    if len(samples) == 1:
+        return f"{samples[0]:.{digits}f} {unit}".rstrip()
+    low, high = min(samples), max(samples)
+    return (
+        f"{median(samples):.{digits}f} {unit} ({low:.{digits}f} - {high:.{digits}f}, "
+        f"n={len(samples)})"
+    ).replace(f" {unit} (", f" {unit} (" if unit else " (")
+
+
+def loads(pairs: Sequence[tuple[float, float]]) -> str:
+    """How many runs, and the 1-minute load average before and after each."""
+    return f"{len(pairs)}; " + ", ".join(f"{a:.1f}/{b:.1f}" for a, b in pairs)
+
+
+def report_table(rows: Sequence[tuple[str, str]], section: str = "") -> None:
+    """Print a printed table's rows for `make report` too: a `target ...` row becomes a target
+    (with its verdict) of the nearest row above it that is not indented; rows without a value
+    are skipped."""
+    out: list[Row] = []
+    owner: int | None = None
+    for name, value in rows:
+        label = name.strip()
+        if label.startswith("target") and owner is not None:
+            row = out[owner]
+            target = f"{label.removeprefix('target ')}: {value}"
+            out[owner] = Row(row.metric, row.value, "; ".join(filter(None, [row.target, target])))
+        elif value:
+            if not name.startswith(" "):
+                owner = len(out)
+            out.append(Row(f"{section}{label}", value))
+    report(*out)
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    rows: Sequence[tuple[str, str]]
+    prefix: str = ""
+    """Put before each metric in the report (which shows no titles)."""
+
+
+def finish(sections: Sequence[Section], began: float, load_before: float) -> None:
+    """Print the tables, the summary of targets, the run time and the machine's 1-minute load
+    average before and after, then the same rows for `make report`."""
+    load = f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
+    for section in sections:
+        print(table(section.rows, section.title))
+        print()
+    print(summary(*(section.rows for section in sections)))
+    took = time.monotonic() - began
+    print(f"\n(ran {took:.1f} s on {os.cpu_count()} CPUs; 1-min load average {load})")
+    report(Row("1-min load average during the run", load))
+    for section in sections:
+        report_table(section.rows, section.prefix)
 
 
 def table(rows: Sequence[tuple[str, Any]], title: str | None = None) -> str:

@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import random
 import sys
 import tempfile
@@ -34,9 +35,11 @@ from typing import TYPE_CHECKING
 import grpc
 from _attribution import CpuShare
 from _common import (
+    Section,
     agent_settings,
     api_server,
     create_configuration,
+    finish,
     kubelet_for,
     latencies_ms,
     metric,
@@ -45,8 +48,6 @@ from _common import (
     quiet_logs,
     raise_open_files,
     read_instances,
-    summary,
-    table,
     verdict,
 )
 from kubernetes_asyncio import client
@@ -329,16 +330,29 @@ def main() -> int:
     # Refusals in the scarce scenario are the expected outcome, one warning each.
     logging.getLogger("akri.agent.plugins.servicer").setLevel(logging.ERROR)
     raise_open_files(65536)
-    began = time.monotonic()
+    began, load = time.monotonic(), os.getloadavg()[0]
     real, ample, scarce = asyncio.run(bench(nodes, requests, pods))
-    print(table(real, f"3. kubelet-realistic Allocate ({nodes} nodes, one pod at a time each)"))
-    print()
-    print(table(ample, f"3a. contended Allocate, ample capacity ({nodes} nodes, one process)"))
-    print()
-    print(table(scarce, f"3b. contended Allocate, scarce capacity ({nodes} nodes)"))
-    print()
-    print(summary(real, ample, scarce))
-    print(f"\n(ran {time.monotonic() - began:.1f} s)")
+    finish(
+        [
+            Section(
+                f"3. kubelet-realistic Allocate ({nodes} nodes, one pod at a time each)",
+                real,
+                "realistic: ",
+            ),
+            Section(
+                f"3a. contended Allocate, ample capacity ({nodes} nodes, one process)",
+                ample,
+                "stress, ample capacity: ",
+            ),
+            Section(
+                f"3b. contended Allocate, scarce capacity ({nodes} nodes)",
+                scarce,
+                "stress, scarce capacity: ",
+            ),
+        ],
+        began,
+        load,
+    )
     return 0
 
 

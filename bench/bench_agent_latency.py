@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import sys
 import tempfile
 import time
@@ -30,19 +31,19 @@ from typing import TYPE_CHECKING, Any
 import grpc
 from _common import (
     AgentProcess,
+    Section,
     Stats,
     agent_settings,
     allocate_seconds,
     api_server,
     create_configuration,
+    finish,
     kubelet_for,
     latencies_ms,
     percentile,
     plugin_socket,
     quiet_grpc,
     quiet_logs,
-    summary,
-    table,
     verdict,
 )
 
@@ -350,14 +351,16 @@ def main() -> int:
     appearances = args.appearances or (20 if args.quick else 100)
     allocations = args.allocations or (50 if args.quick else 100)
     quiet_logs()
-    started = time.monotonic()
+    started, load = time.monotonic(), os.getloadavg()[0]
     appear, allocate = asyncio.run(bench(appearances, allocations))
-    print(table(appear, "1. device appears -> kubelet sees IL and CL updates (one node)"))
-    print()
-    print(table(allocate, "2. Allocate latency, uncontended (one node)"))
-    print()
-    print(summary(appear, allocate))
-    print(f"\n(ran {time.monotonic() - started:.1f} s)")
+    finish(
+        [
+            Section("1. device appears -> kubelet sees IL and CL updates (one node)", appear),
+            Section("2. Allocate latency, uncontended (one node)", allocate),
+        ],
+        started,
+        load,
+    )
     return 0
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import os
 import sys
 import tempfile
 import time
@@ -24,16 +25,16 @@ from pathlib import Path
 from _common import (
     OPEN_FILES,
     AgentProcess,
+    Section,
     api_server,
     counting,
     create_configuration,
+    finish,
     follow_creates,
     kubelet_for,
     quiet_grpc,
     quiet_logs,
     raise_open_files,
-    summary,
-    table,
     verdict,
 )
 from bench_agent_scale import CONFIGURATION, NODE, distinct_devices
@@ -94,12 +95,13 @@ def main() -> int:
     args = parser.parse_args()
     quiet_logs()
     raise_open_files(OPEN_FILES)
-    began = time.monotonic()
+    began, load = time.monotonic(), os.getloadavg()[0]
     tables = [asyncio.run(run_once(args.instances, latency)) for latency in args.latency]
-    print(table([row for rows in tables for row in rows], f"{args.instances} new Instances"))
-    print()
-    print(summary(*tables))
-    print(f"\n(ran {time.monotonic() - began:.1f} s)")
+    finish(
+        [Section(f"{args.instances} new Instances", [row for rows in tables for row in rows])],
+        began,
+        load,
+    )
     return 0
 
 

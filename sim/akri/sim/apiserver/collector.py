@@ -38,9 +38,20 @@ class GarbageCollector:
         operations.store.listeners.append(self._notice)
 
     def _notice(self, key: Key, event: WatchEvent) -> None:
+        """Wake for a change a pass may act on. A dependent whose owners all exist and are not
+        being deleted is not one: a thousand creates must not be a thousand passes over
+        everything (an owner that goes later wakes the collector itself)."""
         meta = event.obj["metadata"]
-        if event.type == DELETED or meta.get("deletionTimestamp") or meta.get("ownerReferences"):
+        if event.type == DELETED or meta.get("deletionTimestamp") or self._orphaned(meta):
             self._wake.set()
+
+    def _orphaned(self, meta: JSON) -> bool:
+        store = self._operations.store
+        for reference in meta.get("ownerReferences") or []:
+            owner = store.by_uid(reference.get("uid", ""))
+            if owner is None or owner["metadata"].get("deletionTimestamp"):
+                return True
+        return False
 
     async def run(self) -> None:
         while True:

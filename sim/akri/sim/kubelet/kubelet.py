@@ -153,6 +153,10 @@ class Kubelet(Service):
         """Every extended resource the device manager knows, by name."""
         return self._manager.statuses()
 
+    def resource(self, name: str) -> ResourceStatus | None:
+        """One extended resource (cheaper than `resources()` on a node with a thousand)."""
+        return self._manager.status(name)
+
     def capacity(self) -> dict[str, int]:
         return {name: status.capacity for name, status in self.resources().items()}
 

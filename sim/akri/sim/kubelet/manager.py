@@ -118,16 +118,11 @@ class DeviceManager:
         self._on_change()
 
     def statuses(self) -> dict[str, ResourceStatus]:
-        return {
-            name: ResourceStatus(
-                capacity=len(entry.devices.devices),
-                allocatable=len(entry.devices.healthy_ids),
-                healthy_ids=entry.devices.healthy_ids,
-                unhealthy_ids=entry.devices.unhealthy_ids,
-                registered=not entry.plugin.stopped,
-            )
-            for name, entry in sorted(self._resources.items())
-        }
+        return {name: _status(entry) for name, entry in sorted(self._resources.items())}
+
+    def status(self, resource: str) -> ResourceStatus | None:
+        entry = self._resources.get(resource)
+        return None if entry is None else _status(entry)
 
     def device_tables(self) -> dict[str, ResourceDevices]:
         return {name: entry.devices for name, entry in self._resources.items()}
@@ -183,3 +178,14 @@ class DeviceManager:
         self._checkpointed.discard(resource)
         self._retired.add(resource)
         self._on_change()
+
+
+def _status(entry: _Resource) -> ResourceStatus:
+    healthy = entry.devices.healthy_ids
+    return ResourceStatus(
+        capacity=len(entry.devices.devices),
+        allocatable=len(healthy),
+        healthy_ids=healthy,
+        unhealthy_ids=entry.devices.unhealthy_ids,
+        registered=not entry.plugin.stopped,
+    )
