@@ -122,6 +122,7 @@ def _run_sim(args: argparse.Namespace) -> int:
                 akri=not args.bare,
                 offline_grace=args.offline_grace,
                 mode=Mode(args.mode),
+                processes=args.workloads == "processes",
             )
         )
     except (OSError, ValueError) as error:
@@ -183,6 +184,15 @@ def _add_sim(subparsers: Subparsers) -> None:
         choices=("device-plugin", "dra", "auto"),
         default="device-plugin",
         help="how agents offer devices: kubelet device plugins or Dynamic Resource Allocation "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--workloads",
+        choices=("in-process", "processes"),
+        default="in-process",
+        help="how akri runs: agents and controller inside the simulator, or (processes, needs "
+        "root) as a cluster runs it, an agent DaemonSet and a controller Deployment whose pods "
+        "of the project's image (AKRI_SIM_IMAGE) the simulated kubelets run as real processes "
         "(default: %(default)s)",
     )
     parser.add_argument(

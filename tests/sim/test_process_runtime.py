@@ -135,3 +135,53 @@ async def test_agent_daemonset_runs_a_real_agent_per_node(
         return "node-0" in now and now["node-0"]["metadata"]["name"] != first
 
     await eventually(replaced, "a new agent pod on node-0", 30)
+
+
+def pod(name: str, container: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "main", "image": IMAGE, **container}]},
+    }
+
+
+async def container_status(kubectl: Kubectl, name: str) -> dict[str, Any]:
+    found = json.loads(await kubectl("get", "pod", name, "-o", "json"))
+    statuses = found.get("status", {}).get("containerStatuses") or [{}]
+    return dict(statuses[0])
+
+
+async def test_failing_probes_unready_and_restart_a_container(
+    cluster: Cluster, kubectl: Kubectl, tmp_path: Path
+) -> None:
+    never_ready = {"tcpSocket": {"port": 1}, "periodSeconds": 1, "failureThreshold": 1}
+    dead = {"exec": {"command": ["test", "-e", "/nonexistent"]}, "periodSeconds": 1}
+    await apply(
+        kubectl,
+        tmp_path,
+        pod("alive", {"command": ["sleep", "infinity"], "readinessProbe": never_ready}),
+        pod(
+            "dying",
+            {"command": ["sleep", "infinity"], "livenessProbe": {**dead, "failureThreshold": 1}},
+        ),
+        pod("crashing", {"command": ["sh", "-c", "echo run by $HOSTNAME; exit 3"]}),
+    )
+
+    async def restarted(name: str) -> dict[str, Any] | None:
+        status = await container_status(kubectl, name)
+        return status if status.get("restartCount", 0) >= 1 and status.get("lastState") else None
+
+    dying = await eventually(lambda: restarted("dying"), "the liveness probe to restart dying")
+    assert dying["lastState"]["terminated"]["reason"] == "Error"  # killed by SIGTERM
+    crashing = await eventually(lambda: restarted("crashing"), "crashing to be restarted")
+    assert crashing["lastState"]["terminated"]["exitCode"] == 3
+    assert "run by crashing" in await kubectl("logs", "crashing", "--previous")
+
+    alive = await container_status(kubectl, "alive")
+    assert alive["state"].get("running")
+    assert not alive["ready"]
+    assert alive["restartCount"] == 0
+    conditions = json.loads(await kubectl("get", "pod", "alive", "-o", "json"))["status"]
+    ready = next(c for c in conditions["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "False"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import signal
 import sys
@@ -84,3 +85,50 @@ async def test_missing_manifest_is_reported_before_anything_starts(socket_dir: P
     _, errors = await sim.communicate()
     assert sim.returncode == 1
     assert b"nope.yaml" in errors
+
+
+@pytest.mark.slow
+@needs_kubectl
+@pytest.mark.skipif(os.geteuid() != 0, reason="the process runtime needs root")
+async def test_sim_runs_akri_as_pods_of_its_image(socket_dir: Path) -> None:
+    """`--workloads processes`: agents and controller are processes the kubelets run."""
+    kubeconfig = socket_dir / "kubeconfig"
+    sim = await akri(
+        "sim", "--workloads", "processes", "--kubeconfig", str(kubeconfig),
+        "--workdir", str(socket_dir / "w"), "--apply", str(EXAMPLE),
+    )  # fmt: skip
+    try:
+        assert sim.stdout is not None
+        await asyncio.wait_for(sim.stdout.readuntil(b"Stop with Ctrl-C."), 60)
+
+        async def brokers_running() -> str | None:
+            code, output = await kubectl(kubeconfig, "get", "pods", "-A", "--no-headers")
+            brokers = [
+                line for line in output.splitlines() if "-foo-" in line and "Running" in line
+            ]
+            return output if code == 0 and len(brokers) == 4 else None
+
+        output = await eventually(brokers_running, "the controller's four brokers", 60)
+        assert output.count("akri-agent-") == 2
+        assert output.count("akri-controller-") == 1
+        assert _processes_under(socket_dir), "no container process found"
+    finally:
+        if sim.returncode is None:
+            sim.send_signal(signal.SIGTERM)
+        _, errors = await asyncio.wait_for(sim.communicate(), 60)
+    assert sim.returncode == 0, errors.decode()
+    assert not _processes_under(socket_dir), "akri processes outlived the simulator"
+
+
+def _processes_under(directory: Path) -> list[str]:
+    """Pids of processes whose mounts come from `directory` (the simulator's pod containers)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                mounts = (proc / "mountinfo").read_text()
+            except OSError:
+                continue
+            if str(directory) in mounts:
+                found.append(proc.name)
+    return found

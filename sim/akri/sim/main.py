@@ -16,7 +16,8 @@ from typing import Any
 from akri.controller.context import Tuning
 from akri.dra.mode import Mode
 from akri.durations import OFFLINE_GRACE_S
-from akri.sim.cluster import Cluster
+from akri.sim.akri_pods import akri_workloads
+from akri.sim.cluster import Cluster, RuntimeOptions
 from akri.sim.manifests import apply_documents, load_documents
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,10 @@ async def run(
     akri: bool = True,
     offline_grace: float = OFFLINE_GRACE_S,
     mode: Mode = Mode.DEVICE_PLUGIN,
+    processes: bool = False,
 ) -> int:
+    """With `processes`, akri runs as a cluster runs it: an agent DaemonSet and a controller
+    Deployment of the project's image, their pods real processes (see akri.sim.akri_pods)."""
     documents = load_documents(manifests)  # fail on a bad file before starting anything
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -69,7 +73,12 @@ async def run(
         loop.add_signal_handler(signum, stop.set)
     kubeconfig.parent.mkdir(parents=True, exist_ok=True)
     components: dict[str, Any] = {}
-    if akri:
+    if processes:
+        components = {"processes": RuntimeOptions()}
+        if akri:
+            image = components["processes"].image
+            documents = [*akri_workloads(image, offline_grace_s=offline_grace), *documents]
+    elif akri:
         agent_options = {"offline_grace": offline_grace}
         components = {"agents": True, "controller": Tuning(), "agent_options": agent_options}
     async with Cluster(

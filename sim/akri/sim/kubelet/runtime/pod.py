@@ -333,7 +333,8 @@ class PodRuntime:
         self._changed()
         watchers = self._probes(container, process)
         try:
-            exit_code = await process.wait()
+            returned = await process.wait()
+            exit_code = 128 - returned if returned < 0 else returned  # killed: 128 + signal
         finally:
             for watcher in watchers:
                 watcher.cancel()
