@@ -82,6 +82,11 @@ def _term_matches(term: Object, node: Object) -> bool:
     )
 
 
+def node_selector_matches(selector: Object, node: Object) -> bool:
+    """A NodeSelector: its terms ORed."""
+    return any(_term_matches(term, node) for term in selector.get("nodeSelectorTerms") or [])
+
+
 def matches_node_selection(pod: Object, node: Object) -> bool:
     """nodeSelector and required node affinity (terms ORed, expressions within a term ANDed)."""
     spec = pod.get("spec") or {}
