@@ -61,7 +61,7 @@ async def test_pod_is_scheduled_where_its_devices_are_and_admitted(cluster: Clus
 
     async def allocatable() -> bool:
         node = await core.read_node("node-1")
-        return bool((node.status.allocatable or {}).get(RESOURCE) == "2")
+        return bool(node.status and (node.status.allocatable or {}).get(RESOURCE) == "2")
 
     await eventually(allocatable, "node-1 to publish its widgets")
     await core.create_namespaced_pod("default", pod("fits", 2))

@@ -97,7 +97,6 @@ class NodeBridge:
 
     async def _serve(self) -> None:
         await self._register_node()
-        await self._renew_lease()
         async with asyncio.TaskGroup() as tasks:
             tasks.create_task(self._pods.run(), name=f"bridge-pods-{self._node}")
             tasks.create_task(self._follow_kubelet(), name=f"bridge-kubelet-{self._node}")
@@ -146,8 +145,8 @@ class NodeBridge:
 
     async def _heartbeat(self) -> None:
         while True:
-            await asyncio.sleep(self._heartbeat_s)
             await self._renew_lease()
+            await asyncio.sleep(self._heartbeat_s)
             await self._publish_status(heartbeat=True)
             self._wake.set()  # also retries pod status writes that failed
 
