@@ -45,7 +45,7 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
     if FOREIGN_KUBECONFIG:
         yield Cluster(Path(FOREIGN_KUBECONFIG), None)
     else:
-        async with ApiServer(bookmark_interval_s=0.2) as server:
+        async with ApiServer(bookmark_interval_s=0.2, authorization=True) as server:
             yield Cluster(server.write_kubeconfig(tmp_path / "kubeconfig"), server)
 
 

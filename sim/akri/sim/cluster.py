@@ -142,6 +142,7 @@ class Cluster(Service):
         mode: Mode = Mode.DEVICE_PLUGIN,
         dra_api: bool = True,
         processes: RuntimeOptions | None = None,
+        authorization: bool = False,
     ) -> None:
         """`agents` runs an akri agent on every node (with an embedded debugEcho whose
         availability file is `<workdir>/nodes/<node>/debug-echo-availability`); `controller`
@@ -149,14 +150,18 @@ class Cluster(Service):
         (e.g. offline_grace) for every agent. `mode` is the agents' and the controller's
         allocation mode; `dra_api` whether the API server serves resource.k8s.io/v1. With
         `processes`, containers of the project's image run as local processes (root and
-        `unshare` needed), reaching the API server in-cluster over TLS."""
+        `unshare` needed), reaching the API server in-cluster over TLS. `authorization`: whether
+        the API server authorizes requests by RBAC (the admin kubeconfig and the in-process
+        components may do anything either way)."""
         # Unix socket paths are limited to 107 bytes: keep the work directory short.
         self._owned_workdir = workdir is None
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="akri-sim-", dir="/tmp"))
         self.kubeconfig = kubeconfig or self.workdir / "kubeconfig"
         self._processes = processes
         pki = Pki(self.workdir / "pki") if processes is not None else None
-        self.server = ApiServer(host=host, port=port, dra=dra_api, pki=pki)
+        self.server = ApiServer(
+            host=host, port=port, dra=dra_api, pki=pki, authorization=authorization
+        )
         self.mode = mode
         self.nodes = {name: self._node(name) for name in nodes}
         self._agents = agents

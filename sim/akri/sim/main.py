@@ -82,7 +82,13 @@ async def run(
         agent_options = {"offline_grace": offline_grace}
         components = {"agents": True, "controller": Tuning(), "agent_options": agent_options}
     async with Cluster(
-        nodes, port=port, kubeconfig=kubeconfig, workdir=workdir, mode=mode, **components
+        nodes,
+        port=port,
+        kubeconfig=kubeconfig,
+        workdir=workdir,
+        mode=mode,
+        authorization=True,
+        **components,
     ) as cluster:
         applied = await apply_documents(cluster.api_client(), documents)
         print(banner(cluster, applied), flush=True)

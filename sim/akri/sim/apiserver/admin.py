@@ -8,6 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
+from akri.sim.apiserver.authz import AccessLog
 from akri.sim.apiserver.faults import FaultRule, Faults
 
 _RULE_FIELDS = {f.name for f in fields(FaultRule)} - {"id", "hits"}
@@ -16,8 +17,9 @@ _RULE_FIELDS = {f.name for f in fields(FaultRule)} - {"id", "hits"}
 class AdminHandlers:
     """HTTP access to a server's `Faults`, for tests in other processes and for people."""
 
-    def __init__(self, faults: Faults) -> None:
+    def __init__(self, faults: Faults, access: AccessLog) -> None:
         self._faults = faults
+        self._access = access
 
     def routes(self) -> list[web.AbstractRouteDef]:
         return [
@@ -28,6 +30,8 @@ class AdminHandlers:
             web.post("/_sim/faults/pause", self.pause),
             web.post("/_sim/faults/resume", self.resume),
             web.post("/_sim/faults/drop-watches", self.drop_watches),
+            web.get("/_sim/access", self.accesses),
+            web.delete("/_sim/access", self.forget_accesses),
         ]
 
     @staticmethod
@@ -76,3 +80,11 @@ class AdminHandlers:
         body = await self._body(request)
         dropped = self._faults.drop_watches(body.get("resource"), body.get("namespace"))
         return web.json_response({"dropped": dropped})
+
+    async def accesses(self, request: web.Request) -> web.Response:
+        """The distinct calls each user made (`?user=system:serviceaccount:ns:name`)."""
+        return web.json_response(self._access.entries(request.query.get("user")))
+
+    async def forget_accesses(self, request: web.Request) -> web.Response:
+        self._access.clear()
+        return web.json_response([])

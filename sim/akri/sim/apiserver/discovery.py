@@ -30,10 +30,12 @@ _SUBRESOURCE_VERBS = {
     "binding": ["create"],
     "scale": ["get", "patch", "update"],
     "log": ["get"],
+    "token": ["create"],
 }
 _SUBRESOURCE_KINDS = {
     "binding": {"kind": "Binding"},
     "scale": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+    "token": {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"},
 }
 
 

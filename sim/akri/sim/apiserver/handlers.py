@@ -18,6 +18,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from akri.sim.apiserver import discovery, errors, openapi, patching, protobuf, scale, tables
+from akri.sim.apiserver.authz import Attributes, Guard
 from akri.sim.apiserver.faults import Faults, RequestInfo
 from akri.sim.apiserver.operations import DeleteOptions, Operations, Selection, WatchFeed
 from akri.sim.apiserver.resources import ResourceType
@@ -96,10 +97,15 @@ class ApiHandlers:
     """Discovery and resource endpoints of one server."""
 
     def __init__(
-        self, operations: Operations, faults: Faults, bookmark_interval_s: float = 60.0
+        self,
+        operations: Operations,
+        faults: Faults,
+        guard: Guard,
+        bookmark_interval_s: float = 60.0,
     ) -> None:
         self._operations = operations
         self._faults = faults
+        self._guard = guard
         self._bookmark_interval_s = bookmark_interval_s
         self.log_source: LogSource | None = None
 
@@ -215,6 +221,10 @@ class ApiHandlers:
             namespace=target.namespace or "",
             name=target.name or "",
         )
+        attributes = Attributes(
+            verb, info.group, info.resource, info.subresource, info.namespace, info.name
+        )
+        self._guard.admit(request.headers.get("Authorization"), request.secure, attributes)
         decision = self._faults.decide(info)
         if decision.delay:
             await asyncio.sleep(decision.delay)  # injected latency, not synchronisation
@@ -256,6 +266,9 @@ class ApiHandlers:
                 },
                 201,
             )
+        if verb == "create" and target.subresource == "token":
+            body = await self._body(request)
+            return _json(self._guard.tokens.token_request(namespace, name, body), 201)
         if verb == "create" and not name and not (resource.namespaced and target.namespace is None):
             body = await self._body(request)
             return _json(ops.create(resource, target.namespace, body, strict), 201)

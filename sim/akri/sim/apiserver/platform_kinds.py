@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from akri.sim.apiserver.authz import RBAC_GROUP
 from akri.sim.apiserver.core_kinds import AGE, NAME, path_cell
 from akri.sim.apiserver.resources import Column, ResourceType
 
 JSON = dict[str, Any]
 
-RBAC_GROUP = "rbac.authorization.k8s.io"
 CREATED_AT = Column("Created At", "date", path_cell("metadata.creationTimestamp"))
 
 
@@ -58,6 +58,7 @@ def platform_kinds() -> list[ResourceType]:
     return [
         ResourceType(
             "", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", True, ("sa",),
+            subresources=frozenset({"token"}),
             columns=(NAME, Column("Secrets", "integer", lambda sa: len(sa.get("secrets") or [])),
                      AGE),
         ),

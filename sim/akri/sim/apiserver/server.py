@@ -16,6 +16,8 @@ from akri.service import Service
 from akri.sim.apiserver import errors
 from akri.sim.apiserver.admin import AdminHandlers
 from akri.sim.apiserver.apps_kinds import apps_kinds
+from akri.sim.apiserver.authn import TokenIssuer
+from akri.sim.apiserver.authz import RBAC_GROUP, AccessLog, Authorizer, Guard
 from akri.sim.apiserver.collector import GarbageCollector
 from akri.sim.apiserver.core_kinds import CRD_GROUP, builtin_kinds
 from akri.sim.apiserver.dra_kinds import dra_kinds
@@ -28,6 +30,7 @@ from akri.sim.apiserver.store import DEFAULT_HISTORY, Store
 from akri.sim.apiserver.tls import Pki
 
 CONTEXT = "akri-sim"
+# The admin kubeconfig's token: a member of system:masters, allowed everything.
 ADMIN_TOKEN = "akri-sim"
 _SHUTDOWN_TIMEOUT_S = 2.0
 
@@ -63,10 +66,12 @@ class ApiServer(Service):
         dra: bool = True,
         pki: Pki | None = None,
         secure_port: int = 0,
+        authorization: bool = False,
     ) -> None:
         """`dra`: serve `resource.k8s.io/v1`, as Kubernetes >= 1.34 does by default. With
         `pki` (created on start) the API is also served over TLS on `secure_port`, as pods reach
-        it in-cluster."""
+        it in-cluster. `authorization`: authorize every request by the RBAC objects stored
+        (`authz`); the admin token of `kubeconfig()` may do anything either way."""
         self._host = host
         self._port = port
         self.pki = pki
@@ -84,10 +89,21 @@ class ApiServer(Service):
         self.operations = Operations(registry, Store(history_limit))
         self.faults = Faults(fault_seed)
         self._collector = GarbageCollector(self.operations)
-        self._handlers = ApiHandlers(self.operations, self.faults, bookmark_interval_s)
+        self.tokens = TokenIssuer(ADMIN_TOKEN, self._account_uid)
+        self.access = AccessLog()
+        authorizer = Authorizer(self._rbac_objects) if authorization else None
+        guard = Guard(self.tokens, authorizer, self.access)
+        self._handlers = ApiHandlers(self.operations, self.faults, guard, bookmark_interval_s)
         self._runner: web.AppRunner | None = None
         self._collector_task: asyncio.Task[None] | None = None
         self._url = ""
+
+    def _account_uid(self, namespace: str, name: str) -> str | None:
+        account = self.operations.store.peek(("", "serviceaccounts"), namespace, name)
+        return None if account is None else str(account["metadata"]["uid"])
+
+    def _rbac_objects(self, plural: str) -> list[dict[str, Any]]:
+        return self.operations.store.objects((RBAC_GROUP, plural))
 
     @property
     def log_source(self) -> LogSource | None:
@@ -106,7 +122,7 @@ class ApiServer(Service):
 
     async def start(self) -> None:
         app = web.Application(middlewares=[pause_gate(self.faults), status_errors])
-        app.add_routes(AdminHandlers(self.faults).routes())
+        app.add_routes(AdminHandlers(self.faults, self.access).routes())
         app.add_routes(self._handlers.routes())
         # Cancel a handler when its client goes away, so abandoned watches end at once.
         self._runner = web.AppRunner(
