@@ -41,15 +41,24 @@ _STORED_KINDS = (
 )
 
 
-def _monitoring_crd(kind: str) -> dict[str, Any]:
-    """The Prometheus Operator's CRD, reduced to what lets the API server store the object."""
+# Other projects' kinds the chart may create (Prometheus Operator, cert-manager).
+_FOREIGN_KINDS = (
+    ("monitoring.coreos.com", "ServiceMonitor"),
+    ("monitoring.coreos.com", "PodMonitor"),
+    ("cert-manager.io", "Issuer"),
+    ("cert-manager.io", "Certificate"),
+)
+
+
+def _foreign_crd(group: str, kind: str) -> dict[str, Any]:
+    """Another project's CRD, reduced to what lets the API server store the object."""
     plural = kind.lower() + "s"
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.monitoring.coreos.com"},
+        "metadata": {"name": f"{plural}.{group}"},
         "spec": {
-            "group": "monitoring.coreos.com",
+            "group": group,
             "scope": "Namespaced",
             "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
             "versions": [
@@ -83,9 +92,7 @@ async def _install_all(requests: Sequence[Mapping[str, Any]]) -> dict[str, dict[
                 stored = ResourceType(group, version, kind, plural, kind.lower(), namespaced)
                 operations.registry.add(stored)
                 operations.store.add_kind(stored.key)
-        await server.apply_definitions(
-            [_monitoring_crd("ServiceMonitor"), _monitoring_crd("PodMonitor")]
-        )
+        await server.apply_definitions([_foreign_crd(*kind) for kind in _FOREIGN_KINDS])
         namespaces = operations.kind("", "v1", "namespaces")
         with tempfile.TemporaryDirectory() as directory:
             kubeconfig = str(server.write_kubeconfig(Path(directory) / "kubeconfig"))

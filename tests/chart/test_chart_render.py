@@ -7,8 +7,12 @@ are checked against the Kubernetes schemas of every supported version (`kubernet
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import functools
+import ssl
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
@@ -16,6 +20,7 @@ import pytest
 import yaml
 
 from akri.api import Configuration
+from akri.controller.webhook import WebhookServer
 from tests.chart.helm_render import lint, render
 
 # kubernetes-validate re-reads its 2 MB definitions file on every call: read each file once.
@@ -26,7 +31,7 @@ kubernetes_validate.utils.schema_contents = functools.cache(
 # Kubernetes versions the chart supports (Chart.yaml kubeVersion >= 1.30).
 KUBERNETES_VERSIONS = [f"1.{minor}.0" for minor in range(30, 38)]
 # Custom resources have no built-in schema: ours are checked by the model, these by nothing here.
-NO_SCHEMA = {"monitoring.coreos.com/v1"}
+NO_SCHEMA = {"monitoring.coreos.com/v1", "cert-manager.io/v1"}
 
 ALL_EXAMPLES = {
     name: {"enabled": True, "brokerImage": "nginx:stable-alpine", "servicePort": 80}
@@ -61,9 +66,13 @@ COMBINATIONS: dict[str, dict[str, Any]] = {
     "monitoring": {
         "monitoring": {"serviceMonitor": {"enabled": True}, "podMonitor": {"enabled": True}}
     },
+    "cert-manager": {
+        "webhook": {"certManager": {"enabled": True}, "failurePolicy": "Fail"},
+    },
     "single-controller-namespaced": {
         "controller": {"replicas": 1, "leaderElection": {"enabled": False}},
         "watchNamespace": "devices",
+        "webhook": {"enabled": False},
         "agent": {"priorityClassName": "system-node-critical"},
     },
 }
@@ -286,3 +295,55 @@ def test_helm_lint_finds_nothing_to_fix() -> None:
     result = lint()
     assert result["Errors"] is None
     assert [m for m in result["Messages"] if m["Severity"] > INFO] == []
+
+
+def test_the_webhook_is_registered_for_configurations_with_the_chart_made_certificate() -> None:
+    (registration,) = objects("defaults", "ValidatingWebhookConfiguration")
+    (hook,) = registration["webhooks"]
+    assert hook["failurePolicy"] == "Ignore"
+    assert hook["rules"][0]["resources"] == ["configurations"]
+    assert hook["clientConfig"]["service"]["name"] == "defaults-akri-webhook"
+    secret = the("defaults", "Secret", "-webhook-tls")
+    assert hook["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
+    controller = the("defaults", "Deployment", "-controller")["spec"]["template"]["spec"]
+    assert controller["volumes"] == [
+        {"name": "webhook-tls", "secret": {"secretName": "defaults-akri-webhook-tls"}}
+    ]
+    assert env(controller["containers"][0])["WEBHOOK_PORT"] == "8443"
+
+
+def test_cert_manager_makes_the_certificate_when_asked() -> None:
+    kinds = {d["kind"] for d in rendered()["cert-manager"]}
+    assert {"Issuer", "Certificate"} <= kinds
+    assert "Secret" not in kinds
+    (registration,) = objects("cert-manager", "ValidatingWebhookConfiguration")
+    annotation = registration["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
+    assert annotation == "cert-manager/cert-manager-akri-webhook"
+    assert registration["webhooks"][0]["failurePolicy"] == "Fail"
+    assert "caBundle" not in registration["webhooks"][0]["clientConfig"]
+
+
+def test_no_webhook_when_disabled() -> None:
+    kinds = {d["kind"] for d in rendered()["single-controller-namespaced"]}
+    assert not kinds & {"ValidatingWebhookConfiguration", "Secret"}
+    controller = the("single-controller-namespaced", "Deployment")["spec"]["template"]["spec"]
+    assert "volumes" not in controller
+
+
+async def test_the_controller_serves_the_chart_made_certificate_to_the_api_server(
+    tmp_path: Path,
+) -> None:
+    """TLS as the API server checks it: the chart's caBundle, the Service's DNS name."""
+    secret = the("defaults", "Secret", "-webhook-tls")
+    for name in ("tls.crt", "tls.key"):
+        (tmp_path / name).write_bytes(base64.b64decode(secret["data"][name]))
+    trusted = ssl.create_default_context(cadata=base64.b64decode(secret["data"]["ca.crt"]).decode())
+    async with WebhookServer(0, tmp_path, host="127.0.0.1") as server:
+        _, writer = await asyncio.open_connection(
+            "127.0.0.1",
+            server.port,
+            ssl=trusted,
+            server_hostname="defaults-akri-webhook.defaults.svc",
+        )
+        writer.close()
+        await writer.wait_closed()

@@ -20,6 +20,7 @@ from akri.controller import metrics
 from akri.controller.controller import Controller
 from akri.controller.leader import LeaderElector
 from akri.controller.settings import ControllerSettings, load_settings
+from akri.controller.webhook import WebhookServer
 from akri.settings import SettingsError, command_line, variables
 from akri.telemetry import serve_telemetry
 
@@ -100,6 +101,10 @@ async def _run_until(stop: asyncio.Event, settings: ControllerSettings) -> int:
         telemetry = None
         if settings.metrics_port:
             telemetry = await serve_telemetry(settings.metrics_port, ready)
+        webhook = None
+        if settings.webhook_port:  # every replica answers, leader or not
+            webhook = WebhookServer(settings.webhook_port, settings.webhook_cert_dir)
+            await webhook.start()
         work = asyncio.create_task(serve(controller, candidate), name="controller")
         stopping = asyncio.create_task(stop.wait(), name="controller-signals")
         try:
@@ -108,6 +113,8 @@ async def _run_until(stop: asyncio.Event, settings: ControllerSettings) -> int:
             work.cancel()
             stopping.cancel()
             await asyncio.gather(work, stopping, return_exceptions=True)
+            if webhook is not None:
+                await webhook.stop()
             if telemetry is not None:
                 await telemetry.cleanup()
     if work in done:

@@ -62,6 +62,10 @@ class ControllerSettings(BaseSettings):
     """Port of /metrics, /healthz and /readyz; 0 serves none of them."""
     akri_mode: Mode = Mode.DEVICE_PLUGIN
     """`device-plugin`, `dra` or `auto` (DRA when the API serves resource.k8s.io/v1)."""
+    webhook_port: int = Field(default=0, ge=0, le=65535)
+    """HTTPS port of the Configuration admission webhook; 0 serves none."""
+    webhook_cert_dir: Path = Path("/etc/akri/webhook")
+    """Directory of the webhook's tls.crt and tls.key, read again when they change."""
     log_level: Annotated[
         Literal["DEBUG", "INFO", "WARNING", "ERROR"], BeforeValidator(lambda v: str(v).upper())
     ] = "INFO"
