@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 SOURCES = $(wildcard core sim agent controller discovery-handlers tests bench)
 PYTEST_ARGS ?=
 
-.PHONY: install sim test test-slow lint types imports pytest umockdev format protos crds bench report clean
+.PHONY: image install sim test test-slow lint types imports pytest umockdev format protos crds bench report clean
 
 ROOTS := core sim agent controller discovery-handlers
 
@@ -79,6 +79,12 @@ bench: $(STAMP)
 # Every benchmark, into one table in docs/performance.md.
 report: $(STAMP)
 	$(BIN)/python bench/report.py
+
+# The one image of every component, where a container engine exists (docker or podman).
+IMAGE ?= ghcr.io/akri-py/akri-py:dev
+image:
+	@engine=$$(command -v docker || command -v podman) || { echo "make image: no docker or podman here"; exit 1; }; \
+	$$engine build -t $(IMAGE) .
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis
