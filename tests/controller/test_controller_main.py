@@ -59,7 +59,7 @@ def test_bad_settings_exit_2_naming_the_variable(
     monkeypatch.setenv(variable, value)
     with pytest.raises(SettingsError, match=complaint):
         load_settings()
-    assert entry.main() == entry.EXIT_SETTINGS
+    assert entry.main([]) == entry.EXIT_SETTINGS
     assert complaint in capsys.readouterr().err
 
 
