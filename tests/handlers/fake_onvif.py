@@ -77,6 +77,7 @@ class FakeCamera:
         streams: Mapping[str, str] | None = None,
         clock_offset: timedelta = timedelta(),
         media: tuple[str, ...] = (MEDIA,),
+        host: str = LOOPBACK,
     ) -> None:
         self.uuid = uuid
         self.scopes = scopes
@@ -106,17 +107,19 @@ class FakeCamera:
         self._sender.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
         self._sender.bind((LOOPBACK, 0))
         self.xaddr = ""
+        self._host = host  # where SOAP is served (discovery stays on IPv4 loopback multicast)
 
     async def __aenter__(self) -> FakeCamera:
         app = web.Application()
         app.router.add_post("/onvif/{service}", self._soap)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, LOOPBACK, 0)
+        site = web.TCPSite(self._runner, self._host, 0)
         await site.start()
         http_port = self._runner.addresses[0][1]
-        self.xaddr = f"http://{LOOPBACK}:{http_port}/onvif/device_service"
-        self._media = f"http://{LOOPBACK}:{http_port}/onvif/media_service"
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        self.xaddr = f"http://{host}:{http_port}/onvif/device_service"
+        self._media = f"http://{host}:{http_port}/onvif/media_service"
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)

@@ -46,7 +46,12 @@ def test_device_id_and_properties() -> None:
 
 @pytest.mark.parametrize(
     ("url", "address"),
-    [(URL, "10.0.0.5"), ("http://[fe80::1]/x", "fe80::1"), ("http://cam.local/x", None)],
+    [
+        (URL, "10.0.0.5"),
+        ("http://[fe80::1]/x", "fe80::1"),
+        ("http://[fe80::1%25eth0]:80/x", "fe80::1%eth0"),  # a link-local zone, as URLs write it
+        ("http://cam.local/x", None),
+    ],
 )
 def test_ip_address_is_the_service_url_host(url: str, address: str | None) -> None:
     assert host_address(url) == address

@@ -107,6 +107,18 @@ async def test_stream_uris_from_media2_when_offered_media1_otherwise(
     assert ("GetCapabilities" in camera.operations) == ("GetServices" in unsupported)
 
 
+async def test_a_camera_on_ipv6(port: int) -> None:
+    async with (
+        FakeCamera(port=port, uuid=UUID, host="::1") as camera,
+        aclosing(discover(port, ONCE, CREDENTIALS)) as lists,
+    ):
+        (device,) = await next_list(lists)
+    assert camera.xaddr.startswith("http://[::1]:")
+    assert device.id == f"{camera.xaddr}-{UUID}"
+    assert device.properties["ONVIF_DEVICE_IP_ADDRESS"] == "::1"
+    assert device.properties["ONVIF_DEVICE_MAC_ADDRESS"] == "00:11:22:AA:BB:CC"
+
+
 async def test_credential_list_property_form(port: int, camera: FakeCamera) -> None:
     properties = {
         "device_credential_list": b'["cameras"]',

@@ -12,7 +12,7 @@ import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -59,9 +59,12 @@ def announced_passes(endpoint: Endpoint, details: Details) -> bool:
 
 
 def host_address(service_url: str) -> str | None:
-    """The service URL's host when it is an IP address (a name would need resolving)."""
+    """The service URL's host when it is an IP address (a name would need resolving).
+
+    A link-local IPv6 host keeps its zone (`fe80::1%eth0`, written `%25eth0` in URLs).
+    """
     try:
-        host = urlsplit(service_url).hostname
+        host = unquote(urlsplit(service_url).hostname or "")
         return str(ipaddress.ip_address(host)) if host else None
     except ValueError:
         return None
