@@ -12,6 +12,7 @@ lean.install()  # before anything imports kubernetes_asyncio: the tests run it a
 
 import asyncio
 import gc
+import logging
 import os
 import shutil
 import tempfile
@@ -64,11 +65,16 @@ def _wait_until_clean(leftovers: Callable[[], set[T]]) -> set[T]:
 
 
 @pytest.fixture(autouse=True)
-def no_leaked_threads_processes_or_sockets() -> Iterator[None]:
+def no_leaked_threads_processes_or_sockets(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
     threads = set(threading.enumerate())
     sockets = _socket_inodes()
     children = _child_pids()
     yield
+    # A captured record's exc_info keeps the frames of its traceback alive (grpc channels in
+    # their locals among them); the report keeps the text, already formatted.
+    for when in ("setup", "call"):
+        for record in caplog.get_records(when):
+            record.exc_info = None
     # grpc.aio keeps its poller thread and wake-up sockets while any channel or server object
     # is alive, even a closed one; aborted RPCs and tracebacks leave such objects in reference
     # cycles that only the cyclic collector frees (so the wait below collects as it polls).
@@ -101,6 +107,17 @@ async def no_leaked_tasks(no_leaked_threads_processes_or_sockets: None) -> Async
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
     assert not pending, f"tasks left running: {sorted(t.get_name() for t in pending)}"
+
+
+@pytest.fixture(autouse=True)
+def root_logging_restored() -> Iterator[None]:
+    """Programs' main() configure the root logger for their process; under pytest that would
+    leave a handler on a captured stream that is closed after the test."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 @pytest.fixture

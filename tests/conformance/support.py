@@ -15,7 +15,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from akri.sim.apiserver import ApiServer
 
 FOREIGN_KUBECONFIG = os.environ.get("AKRI_CONFORMANCE_KUBECONFIG")
-DEADLINE_S = 10.0
+DEADLINE_S = 30.0  # generous: only a hang should reach it, on a loaded machine too
 GROUP = "conformance.akri.sh"
 VERSION = "v1"
 PLURAL = "widgets"

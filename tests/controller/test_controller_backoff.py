@@ -77,7 +77,7 @@ async def test_rejected_broker_is_recreated_with_growing_delay(
     async with created_pods(api) as created, running(api):
         loop = asyncio.get_running_loop()
         started = loop.time()
-        announced = await eventually(delays, f"{FAILURES} rejected brokers", deadline_s=20)
+        announced = await eventually(delays, f"{FAILURES} rejected brokers", deadline_s=60)
         elapsed = loop.time() - started
         announced.sort()  # the order Events are listed in says nothing about their order
         # Growth: the delays double from the initial one up to the cap (jitter is 20%); once
@@ -96,7 +96,7 @@ async def test_rejected_broker_is_recreated_with_growing_delay(
             broker = found.get(naming.broker_pod_name(name, "node-0", True))
             return broker is not None and broker.status.phase == "Running"
 
-        await eventually(runs, "the broker to run once the device works", deadline_s=20)
+        await eventually(runs, "the broker to run once the device works", deadline_s=60)
 
 
 async def test_broker_pending_too_long_is_recreated(cluster: Cluster) -> None:

@@ -16,7 +16,7 @@ from akri.agent.discovery.registry import HandlerRegistry
 from akri.agent.discovery.session import DiscoverySession
 from akri.backoff import Backoff
 
-DEADLINE_S = 10.0
+DEADLINE_S = 30.0  # generous: only a hang should reach it, on a loaded machine too
 """How long a test waits for something that should happen; generous, never a pass/fail timer."""
 
 DETAILS = "descriptions: [foo0, foo1]"

@@ -97,7 +97,7 @@ async def test_onvif_example_finds_the_lobby_camera_only(cluster: Cluster) -> No
         example = yaml.safe_load((EXAMPLES / "onvif.yaml").read_text())
         await apply_documents(cluster.api_client(), [secret, example])
         found = await eventually(
-            lambda: instances(cluster, "akri-onvif"), "the lobby camera's Instance", deadline_s=20
+            lambda: instances(cluster, "akri-onvif"), "the lobby camera's Instance", deadline_s=60
         )
         (properties,) = found.values()
         assert properties["ONVIF_DEVICE_SERVICE_URL"] == lobby.xaddr

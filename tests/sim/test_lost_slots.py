@@ -58,7 +58,7 @@ async def nodes_are(user: User, expected: list[str]) -> None:
         found = await user.instance(DEVICE)
         return found is not None and sorted(found["spec"]["nodes"]) == expected
 
-    await eventually(matches, f"{DEVICE} to list {expected}", deadline_s=20)
+    await eventually(matches, f"{DEVICE} to list {expected}", deadline_s=60)
 
 
 async def hold(user: User, resource: str, capacity: int = 1) -> dict[str, str]:
@@ -123,7 +123,7 @@ async def test_an_instance_left_by_every_node_goes_once_its_slots_are_free(
 
     await user.core.delete_namespaced_pod("holder", "default")
 
-    await eventually(lambda: _gone(user, DEVICE), f"{DEVICE} to be deleted", deadline_s=20)
+    await eventually(lambda: _gone(user, DEVICE), f"{DEVICE} to be deleted", deadline_s=60)
 
 
 async def test_a_configuration_deleted_and_applied_again_keeps_the_slots_pods_hold(
@@ -153,7 +153,7 @@ async def test_a_configuration_deleted_and_applied_again_keeps_the_slots_pods_ho
 
     for name in ("holder", "second", "intruder-node-a", "intruder-node-b"):
         await user.core.delete_namespaced_pod(name, "default")
-    await eventually(lambda: _replaced(user, old), "a new Instance", deadline_s=20)
+    await eventually(lambda: _replaced(user, old), "a new Instance", deadline_s=60)
     await user.run(pod("after", "node-b", DEVICE, 2))
     await user.wait_running("after")
 
@@ -174,7 +174,7 @@ async def test_an_instance_deleted_by_hand_stays_until_its_pod_ends(cluster: Clu
     assert await user.usage(DEVICE) == held
     for name in ("holder", "intruder"):
         await user.core.delete_namespaced_pod(name, "default")
-    await eventually(lambda: _replaced(user, old), "a new Instance", deadline_s=20)
+    await eventually(lambda: _replaced(user, old), "a new Instance", deadline_s=60)
     await user.run(pod("after", "node-b", DEVICE, 1))
     await user.wait_running("after")
 
@@ -190,7 +190,7 @@ async def test_a_removed_device_usage_is_recorded_again(cluster: Cluster, level:
     async def recorded() -> bool:
         return await user.usage(DEVICE) == held
 
-    await eventually(recorded, "the held slot to be recorded again", deadline_s=20)
+    await eventually(recorded, "the held slot to be recorded again", deadline_s=60)
     await user.run(pod("intruder", "node-b", LEVELS[level], 1))
     await user.wait_refused("intruder")
 

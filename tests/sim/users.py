@@ -55,7 +55,7 @@ class User:
 
     async def wait_running(self, name: str) -> dict[str, Any]:
         """The pod's allocations, once it runs."""
-        await eventually(lambda: self._is(name, "Running"), f"pod {name} to run", deadline_s=20)
+        await eventually(lambda: self._is(name, "Running"), f"pod {name} to run", deadline_s=60)
         found = await self.core.read_namespaced_pod(name, "default")
         allocations: dict[str, Any] = json.loads(found.metadata.annotations[ALLOCATIONS_ANNOTATION])
         return allocations
@@ -78,7 +78,7 @@ class User:
                 phase == "Pending" and "FailedScheduling" in await self.reasons(name)
             )
 
-        await eventually(refused, f"pod {name} to be refused", deadline_s=20)
+        await eventually(refused, f"pod {name} to be refused", deadline_s=60)
 
     async def instance(self, name: str) -> dict[str, Any] | None:
         """The Instance as stored, or None when there is none."""
@@ -107,4 +107,4 @@ async def advertised(user: User, node: str, expected: dict[str, str]) -> None:
     async def matches() -> bool:
         return await user.allocatable(node) == expected
 
-    await eventually(matches, f"{node} to advertise {expected}", deadline_s=20)
+    await eventually(matches, f"{node} to advertise {expected}", deadline_s=60)
