@@ -18,10 +18,12 @@ import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from akri.dra.mode import api_serves_dra
 from akri.kube.events import record_event
 from akri.kube.reflector import Object, Reflector
 from akri.logs import OnceLog
 from akri.sim import scheduling
+from akri.sim.dra_scheduling import GROUP, VERSION, DynamicResources, NodePlan, release
 
 log = logging.getLogger(__name__)
 
@@ -34,16 +36,22 @@ class Scheduler:
         self._wake = asyncio.Event()
         self._pods = Reflector(self._core.list_pod_for_all_namespaces, self._changed)
         self._nodes = Reflector(self._core.list_node, self._changed)
+        self._api_client = api_client
+        self._dra: DynamicResources | None = None  # when the API serves resource.k8s.io/v1
         self._assumed: dict[str, str] = {}  # pod uid -> node, until the watch shows the bind
         self._reported: dict[str, str] = {}  # pod uid -> last FailedScheduling message
         self._warn_once = OnceLog(log)
 
     async def run(self) -> None:
+        reflectors = [self._pods, self._nodes]
+        if await api_serves_dra(self._api_client):
+            self._dra = DynamicResources(self._api_client, self._changed)
+            reflectors += self._dra.reflectors()
         async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self._pods.run())
-            tasks.create_task(self._nodes.run())
-            await self._pods.synced.wait()
-            await self._nodes.synced.wait()
+            for reflector in reflectors:
+                tasks.create_task(reflector.run())
+            for reflector in reflectors:
+                await reflector.synced.wait()
             while True:
                 await self._wake.wait()
                 self._wake.clear()
@@ -83,17 +91,22 @@ class Scheduler:
         used = scheduling.requested_on_nodes(pods.values())
         for uid, node in self._assumed.items():
             used.setdefault(node, Counter()).update(scheduling.pod_requests(pods[uid]))
+        if self._dra is not None:
+            await self._release_claims()
         for pod in pending:
             if pod["metadata"]["uid"] not in pods:
                 continue
+            check = None if self._dra is None else _PodClaims(self._dra)
             try:
-                decision = scheduling.choose_node(pod, self._nodes.objects.values(), used)
+                decision = scheduling.choose_node(pod, self._nodes.objects.values(), used, check)
             except Exception:
                 self._unreadable(pod)
                 continue
             if decision.node is None:
                 await self._report_unschedulable(pod, decision.message)
-            elif await self._bind(pod, decision.node):
+            elif await self._reserve(pod, decision.node, check) and await self._bind(
+                pod, decision.node
+            ):
                 self._assumed[pod["metadata"]["uid"]] = decision.node
                 used.setdefault(decision.node, Counter()).update(scheduling.pod_requests(pod))
 
@@ -118,6 +131,36 @@ class Scheduler:
             key=str(metadata.get("uid")),
             exc_info=True,
         )
+
+    async def _reserve(self, pod: Object, node: str, check: _PodClaims | None) -> bool:
+        """PreBind of the DynamicResources plugin: the Pod's claims allocated and reserved."""
+        if self._dra is None or check is None:
+            return True
+        try:
+            await self._dra.reserve(pod, self._nodes.objects[("", node)], check.plans[node])
+        except ApiException as error:
+            log.warning(
+                "reserving claims of %s on %s failed: %s",
+                pod["metadata"]["name"],
+                node,
+                error.reason,
+            )
+            return False
+        return True
+
+    async def _release_claims(self) -> None:
+        """Reservations of Pods that are gone or done are dropped; claims left without a
+        consumer are deallocated (the resourceclaim controller's job in a real cluster)."""
+        assert self._dra is not None
+        api = client.CustomObjectsApi(self._api_client)
+        for claim in release(self._dra.claims.objects, self._pods.objects):
+            metadata = claim["metadata"]
+            try:
+                await api.replace_namespaced_custom_object_status(
+                    GROUP, VERSION, metadata["namespace"], "resourceclaims", metadata["name"], claim
+                )
+            except ApiException as error:  # changed meanwhile: the next pass sees it again
+                log.info("releasing claim %s failed: %s", metadata["name"], error.reason)
 
     async def _bind(self, pod: Object, node: str) -> bool:
         metadata = pod["metadata"]
@@ -164,3 +207,21 @@ class Scheduler:
             component=SCHEDULER_NAME,
             kind="Warning",
         )
+
+
+class _PodClaims:
+    """The DynamicResources filter for one Pod: remembers each fitting node's plan."""
+
+    def __init__(self, dra: DynamicResources) -> None:
+        self._dra = dra
+        self.plans: dict[str, NodePlan] = {}
+
+    def resources(self, node: scheduling.Object) -> set[str]:
+        return self._dra.dra_resources(node)
+
+    def problem(self, pod: scheduling.Object, node: scheduling.Object) -> str | None:
+        decided = self._dra.plan(pod, node)
+        if isinstance(decided, str):
+            return decided
+        self.plans[node["metadata"]["name"]] = decided
+        return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from akri.sim import quantity
 from akri.sim.resource_names import is_extended_resource_name
@@ -19,7 +19,7 @@ Object = Mapping[str, Any]
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
-def _container_requests(container: Object) -> Counter[str]:
+def container_requests(container: Object) -> Counter[str]:
     resources = container.get("resources") or {}
     # For extended resources requests must equal limits; a limit alone implies the request.
     merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
@@ -37,10 +37,10 @@ def pod_requests(pod: Object) -> Counter[str]:
     spec = pod.get("spec") or {}
     apps: Counter[str] = Counter()
     for container in spec.get("containers") or []:
-        apps.update(_container_requests(container))
+        apps.update(container_requests(container))
     effective = Counter(apps)
     for init in spec.get("initContainers") or []:
-        for name, count in _container_requests(init).items():
+        for name, count in container_requests(init).items():
             effective[name] = max(effective[name], count)
     return effective
 
@@ -144,15 +144,28 @@ def requested_on_nodes(pods: Iterable[Object]) -> dict[str, Counter[str]]:
     return used
 
 
+class NodeCheck(Protocol):
+    def resources(self, node: Object) -> set[str]: ...
+    def problem(self, pod: Object, node: Object) -> str | None: ...
+
+
 @dataclass(frozen=True)
 class Decision:
     node: str | None
     message: str  # why no node fits, in the scheduler's words; empty when one does
 
 
-def choose_node(pod: Object, nodes: Iterable[Object], used: Mapping[str, Counter[str]]) -> Decision:
-    """The fitting node with the most spare requested resources (ties: by name), or why none."""
-    wanted = pod_requests(pod)
+def choose_node(
+    pod: Object,
+    nodes: Iterable[Object],
+    used: Mapping[str, Counter[str]],
+    dra: NodeCheck | None = None,
+) -> Decision:
+    """The fitting node with the most spare requested resources (ties: by name), or why none.
+
+    `dra` (the DynamicResources filter) names the extended resources DRA serves on a node,
+    which device-plugin capacity does not count, and says why the Pod's claims do not fit."""
+    requested = pod_requests(pod)
     reasons: Counter[str] = Counter()
     fitting: list[tuple[int, str]] = []
     candidates = sorted(nodes, key=lambda n: str(n["metadata"]["name"]))
@@ -169,11 +182,17 @@ def choose_node(pod: Object, nodes: Iterable[Object], used: Mapping[str, Counter
             key, value = taints[0].get("key"), taints[0].get("value", "")
             reasons[f"node(s) had untolerated taint {{{key}: {value}}}"] += 1
             continue
+        served = dra.resources(node) if dra is not None else set()
+        wanted = Counter({r: c for r, c in requested.items() if r not in served})
         free = allocatable(node)
         free.subtract(used.get(name, Counter()))
         short = sorted(r for r, count in wanted.items() if free[r] < count)
         if short:
             reasons[f"Insufficient {short[0]}"] += 1
+            continue
+        problem = dra.problem(pod, node) if dra is not None else None
+        if problem is not None:
+            reasons[problem] += 1
             continue
         fitting.append((-sum(free[r] - count for r, count in wanted.items()), name))
     if fitting:
