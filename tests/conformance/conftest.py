@@ -7,9 +7,11 @@ difference between the emulator and a real API server shows up as a failing test
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
@@ -17,6 +19,7 @@ from kubernetes_asyncio import client
 from akri.sim.apiserver import ApiServer
 from tests.conformance.support import (
     FOREIGN_KUBECONFIG,
+    GADGET_CRD,
     WIDGET_CRD,
     Cluster,
     gone,
@@ -80,18 +83,32 @@ def kubectl(cluster: Cluster, tmp_path: Path, namespace: str) -> Kubectl:
 
 
 @pytest.fixture
-async def widgets(api: client.ApiClient, custom: client.CustomObjectsApi) -> AsyncIterator[None]:
+async def widgets(api: client.ApiClient) -> AsyncIterator[None]:
     """The Widget CRD, established (created and removed around the test)."""
-    extensions = client.ApiextensionsV1Api(api)
-    name = WIDGET_CRD["metadata"]["name"]
-    await extensions.create_custom_resource_definition(WIDGET_CRD)
+    async with established(api, WIDGET_CRD):
+        yield
 
-    async def established() -> bool:
+
+@pytest.fixture
+async def gadgets(api: client.ApiClient) -> AsyncIterator[client.CustomObjectsApi]:
+    """The Gadget CRD (validation rules), established around the test."""
+    async with established(api, GADGET_CRD):
+        yield client.CustomObjectsApi(api)
+
+
+@contextlib.asynccontextmanager
+async def established(api: client.ApiClient, definition: Any) -> AsyncIterator[None]:
+    """A CRD created and established for the block, and removed after it."""
+    extensions = client.ApiextensionsV1Api(api)
+    name = definition["metadata"]["name"]
+    await extensions.create_custom_resource_definition(definition)
+
+    async def ready() -> bool:
         crd = await extensions.read_custom_resource_definition(name)
         conditions = (crd.status and crd.status.conditions) or []
         return any(c.type == "Established" and c.status == "True" for c in conditions)
 
-    await eventually(established, "the Widget CRD to be established")
+    await eventually(ready, f"the CRD {name} to be established")
     yield
     await extensions.delete_custom_resource_definition(name)
     await eventually(

@@ -85,6 +85,48 @@ WIDGET_CRD: Any = {  # a dict: the client sends it as is
 }
 
 
+def rules(*pairs: tuple[str, str | None]) -> list[dict[str, str]]:
+    return [{"rule": r, **({"message": m} if m else {})} for r, m in pairs]
+
+
+# Validation rules (CEL) of each kind: a rule with a message, a transition rule, one without
+# a message, one on array items.
+GADGET_CRD: Any = {  # a dict: the client sends it as is
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": f"gadgets.{GROUP}"},
+    "spec": {
+        "group": GROUP,
+        "scope": "Namespaced",
+        "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+        "versions": [{
+            "name": "v1", "served": True, "storage": True,
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                "type": "object",
+                "x-kubernetes-validations": rules(("self.min <= self.max",
+                                                   "min must not exceed max")),
+                "properties": {
+                    "min": {"type": "integer"},
+                    "max": {"type": "integer"},
+                    "mode": {"type": "string", "x-kubernetes-validations": rules(
+                        ("self == oldSelf", "mode is immutable"))},
+                    "code": {"type": "string",
+                             "x-kubernetes-validations": rules(("self.size() <= 3", None))},
+                    "ports": {"type": "array", "items": {
+                        "type": "integer",
+                        "x-kubernetes-validations": rules(("self > 0", "ports are positive"))}},
+                },
+            }}}},
+        }],
+    },
+}  # fmt: skip
+
+
+def gadget(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": f"{GROUP}/v1", "kind": "Gadget", "metadata": {"name": name},
+            "spec": {"min": 1, "max": 2, "mode": "a", **spec}}  # fmt: skip
+
+
 @dataclass
 class Cluster:
     kubeconfig: Path

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from akri.sim.apiserver import crd, errors, metadata, patching, schema
+from akri.sim.apiserver import cel_rules, crd, errors, metadata, patching, schema
 from akri.sim.apiserver.core_kinds import CRD_GROUP
 from akri.sim.apiserver.resources import Registry, ResourceType
 from akri.sim.apiserver.selectors import FieldSelector, LabelSelector
@@ -417,8 +417,10 @@ class Operations:
                 return candidate
         raise errors.already_exists(resource.group, resource.plural, meta["generateName"])
 
-    def _admit(self, resource: ResourceType, obj: JSON, strict: bool) -> None:
-        """Defaults, pruning and validation: the checks every create and update passes."""
+    def _admit(
+        self, resource: ResourceType, obj: JSON, strict: bool, old: JSON | None = None
+    ) -> None:
+        """Defaults, pruning and validation: the checks every create and update (`old`) passes."""
         meta = obj["metadata"]
         dns_label = resource.key in (("", "namespaces"), ("", "services"))
         problems = metadata.name_errors(meta["name"], dns_label) + metadata.metadata_errors(meta)
@@ -429,6 +431,8 @@ class Operations:
                 listed = ", ".join(f'unknown field "{path}"' for path in unknown)
                 raise errors.bad_request(f"strict decoding error: {listed}")
             problems += schema.validate(obj, resource.schema)
+            if not problems:
+                problems += cel_rules.violations(resource.schema, obj, old)
         if resource.key == (CRD_GROUP, "customresourcedefinitions"):
             crd.check(obj)
         if resource.validate is not None:
@@ -487,7 +491,7 @@ class Operations:
             refused = resource.validate_update(current, obj)
             if refused:
                 raise errors.invalid(resource.group, resource.kind, meta["name"], refused)
-        self._admit(resource, obj, strict)
+        self._admit(resource, obj, strict, current)
         if resource.key == (CRD_GROUP, "customresourcedefinitions") and subresource != "status":
             obj["status"] = crd.established_status(obj, self._clock())
         if resource.tracks_generation and _content(obj) != _content(current):
