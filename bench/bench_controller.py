@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _common import VERBS, WRITES, counting, quiet_logs, table
+from _common import VERBS, WRITES, Section, counting, finish, quiet_logs
 from kubernetes_asyncio import client
 
 from akri import naming
@@ -132,8 +133,11 @@ def main() -> int:
     parser.add_argument("--steady-seconds", type=float, default=20.0)
     args = parser.parse_args()
     quiet_logs()
+    began, load = time.monotonic(), os.getloadavg()[0]
     rows = asyncio.run(bench(args.steady_seconds))
-    print(table(rows))
+    finish(
+        [Section(f"controller: {NODES} nodes x {INSTANCES} shared Instances", rows)], began, load
+    )
     return 0
 
 
