@@ -193,11 +193,11 @@ async def scenario(
         *((f"  {code.name}", str(n)) for code, n in Counter(o.code for o in failed).items()),
         ("  granted as expected", f"{verdict(len(granted) == expected)} (expected {expected})"),
         ("latency, all requests", latencies_ms([o.seconds for o in outcomes])),
-        ("latency, granted", latencies_ms([o.seconds for o in granted])),
         (
-            f"  target p99 <= {STRESS_P99_S * 1e3:.0f} ms (all requests)",
+            f"  target p99 <= {STRESS_P99_S * 1e3:.0f} ms",
             verdict(percentile([o.seconds for o in outcomes], 99) <= STRESS_P99_S),
         ),
+        ("latency, granted", latencies_ms([o.seconds for o in granted])),
         ("wall time of the burst", f"{wall * 1e3:.0f} ms"),
         ("CPU of the burst (whole process)", f"{cpu * 1e3:.0f} ms"),
         ("  by component", share.summary()),
