@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
 from datetime import timedelta
@@ -322,6 +324,15 @@ async def test_unusable_credential_properties_are_refused() -> None:
     lists = Onvif().discover("", {"device_credential_list": b'["missing"]'})
     with pytest.raises(InvalidProperties, match="missing"):
         await anext(lists)
+
+
+def test_the_library_is_imported_only_when_onvif_discovery_starts() -> None:
+    code = (
+        "import sys, akri.discovery_handlers.main; "
+        "print(sorted(m for m in sys.modules if m.partition('.')[0] in ('onvif', 'zeep')))"
+    )
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert shown.stdout.strip() == "[]"
 
 
 def test_registered_and_configured_from_the_environment() -> None:

@@ -9,16 +9,14 @@ sent only when it changed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Iterable, Mapping
+import functools
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 
 import aiohttp
-from zeep.wsdl import Document
 
 from akri.agent.discovery.model import Device, HandlerUnavailable
 from akri.discovery_handlers.onvif import camera, probe
 from akri.discovery_handlers.onvif.credentials import Credentials, credential_table, credentials_for
-from akri.discovery_handlers.onvif.device import inspect
-from akri.discovery_handlers.onvif.services import Transport, documents
 from akri.discovery_handlers.onvif.wsdiscovery import PORT, Endpoint, Message
 from akri.settings import Variable
 
@@ -32,20 +30,18 @@ ENVIRONMENT = (
 )
 REQUEST_TIMEOUT_S = 3.0
 
+# (service URL, endpoint uuid, credentials) -> the camera, or None when it does not answer.
+Inspect = Callable[[str, str, Credentials | None], Awaitable[camera.Camera | None]]
+
 
 class _Cameras:
     """The devices found per endpoint uuid, for one discover call."""
 
     def __init__(
-        self,
-        transport: Transport,
-        documents: Mapping[str, Document],
-        details: camera.Details,
-        credentials: Mapping[str, Credentials],
+        self, inspect: Inspect, details: camera.Details, credentials: Mapping[str, Credentials]
     ) -> None:
         self.found: dict[str, list[Device]] = {}
-        self._transport = transport
-        self._documents = documents
+        self._inspect = inspect
         self._details = details
         self._credentials = credentials
 
@@ -54,10 +50,7 @@ class _Cameras:
             return []
         credentials = credentials_for(self._credentials, endpoint.uuid)
         answered = await asyncio.gather(
-            *(
-                inspect(self._transport, self._documents, url, endpoint.uuid, credentials)
-                for url in endpoint.xaddrs
-            )
+            *(self._inspect(url, endpoint.uuid, credentials) for url in endpoint.xaddrs)
         )
         return [
             camera.device(c)
@@ -104,7 +97,11 @@ class Onvif:
     ) -> AsyncGenerator[list[Device], None]:
         parsed = camera.details_of(details)
         credentials = credential_table(properties)
-        wsdls = await documents()
+        # Only now: onvif-zeep-async costs about a second and 20 MB to import (see
+        # bench/bench_onvif_client.py), which agents without onvif Configurations never pay.
+        from akri.discovery_handlers.onvif import device, services
+
+        wsdls = await services.documents()
         interface = parsed.interface_address or self._interface_address
         announcements = probe.Announcements()
         try:
@@ -115,8 +112,9 @@ class Onvif:
         loop = asyncio.get_running_loop()
         try:
             async with aiohttp.ClientSession() as session:
-                transport = Transport(session, self._request_timeout)
-                cameras = _Cameras(transport, wsdls, parsed, credentials)
+                transport = services.Transport(session, self._request_timeout)
+                inspect = functools.partial(device.inspect, transport, wsdls)
+                cameras = _Cameras(inspect, parsed, credentials)
                 sent: list[Device] | None = None
                 while True:
                     try:

@@ -14,6 +14,14 @@ or `ONVIFService` objects, because for a handler that probes every camera on a l
 So this module loads the WSDL documents once (off the event loop), and builds zeep clients that
 use our settings (no DTD, no entities, no recovery, libxml2 limits on) and our transport (the
 handler's session, a timeout per request, answers capped at MAX_ANSWER_BYTES).
+
+What the library costs, against the hand-written client it replaced (bench_onvif_client.py,
+one run, 300 inspections of a fake camera, 5 calls each, on a loaded 2-core machine): import
+0.9 s vs 0.66 s, RSS 83 MB vs 51 MB after the inspections, the first inspection 0.38 s (WSDL
+parsing) vs 6 ms, then 21 ms vs 2.5 ms per camera (p50). Worse in every number, but per
+probe round (cameras are inspected concurrently, every 10 s by default) and bounded; we keep
+it for the ONVIF schema handling real cameras need, and the handler imports it only when an
+onvif Configuration starts discovery, so agents without cameras pay nothing.
 """
 
 from __future__ import annotations
