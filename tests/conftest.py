@@ -122,7 +122,7 @@ def root_logging_restored() -> Iterator[None]:
 
 @pytest.fixture
 def socket_dir() -> Iterator[Path]:
-    """A short directory for unix sockets: pytest's tmp_path can exceed the 107-byte limit."""
+    """A short directory for unix sockets: pytest's tmp_path can exceed the 105 bytes grpc binds."""
     path = Path(tempfile.mkdtemp(prefix="akri-", dir="/tmp"))
     yield path
     shutil.rmtree(path, ignore_errors=True)

@@ -16,15 +16,20 @@ import grpc
 
 OWNER_ONLY = 0o600
 UNIX = "unix://"
+MAX_SOCKET_PATH_BYTES = 105
+"""The longest unix socket path grpcio (1.85) binds; `sun_path` would take 107 bytes."""
 
 
 def add_port(server: grpc.aio.Server, address: str) -> int:
     """`server.add_insecure_port(address)`; a unix socket becomes owner-only at once.
 
     grpc binds in add_insecure_port but accepts only once started, so the mode is set before
-    anyone can be served.
+    anyone can be served. A bind that fails raises OSError (grpc's RuntimeError says why).
     """
-    port = server.add_insecure_port(address)
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError as error:  # grpc's words, e.g. a path too long for it
+        raise OSError(f"cannot serve on {address}: {error}") from None
     if address.startswith(UNIX):
         os.chmod(address.removeprefix(UNIX), OWNER_ONLY)
     return port

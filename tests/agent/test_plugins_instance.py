@@ -5,6 +5,8 @@ Rules: docs/design.md §5.2.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import grpc
 import pytest
 from prometheus_client import REGISTRY
@@ -15,6 +17,8 @@ from tests.agent.conftest import Cluster, StartNode, allocate_error, configurati
 from tests.support import eventually
 
 CONFIG = configuration("cam", capacity=2, properties={"STREAM": "rtsp"})
+DIRECTORY_BYTES = 54
+"""A device-plugins directory longer than the kubelet's own (31 bytes)."""
 
 
 async def test_slots_are_advertised_claimed_and_seen_taken_by_the_other_node(
@@ -149,3 +153,21 @@ async def test_lists_are_sent_only_when_they_change(
 
     assert sends("instance") == before["instance"] + 1
     assert sends("configuration") == before["configuration"]
+
+
+async def test_the_longest_names_are_served_under_a_long_device_plugins_directory(
+    cluster: Cluster, start_node: StartNode, socket_dir: Path
+) -> None:
+    """Issue 16: socket paths grpc refused (106, 107 bytes) kept long resources unregistered."""
+    padding = DIRECTORY_BYTES - len(str(socket_dir / "n" / "dp"))
+    node = "n" + "x" * padding  # its device-plugins directory: socket_dir/<node>/dp
+    longest = configuration("c" * (naming.MAX_RESOURCE_NAME_PART - 7), capacity=1)
+    cluster.set_configuration(longest)
+    name = await cluster.create_instance(longest, "foo0", [node], capacity=1)
+    assert len(name) == naming.MAX_RESOURCE_NAME_PART
+
+    a = await start_node(node)
+
+    assert len(str(a.kubelet.device_plugins_dir)) == DIRECTORY_BYTES
+    await a.until_capacity(naming.resource_name(name), 1, 1)
+    await a.until_capacity(naming.resource_name(longest.metadata.name or ""), 1, 1)

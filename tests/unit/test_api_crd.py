@@ -78,6 +78,8 @@ def k8s_errors(schema: dict[str, Any], value: Any, path: str = "") -> list[str]:
         errors.append(f"{path}: must match {schema['pattern']}")
     if "minimum" in schema and value < schema["minimum"]:
         errors.append(f"{path}: must be at least {schema['minimum']}")
+    if "maximum" in schema and value > schema["maximum"]:
+        errors.append(f"{path}: must be at most {schema['maximum']}")
     if "minLength" in schema and len(value) < schema["minLength"]:
         errors.append(f"{path}: must not be shorter than {schema['minLength']}")
     if "maxLength" in schema and len(value) > schema["maxLength"]:
@@ -157,6 +159,7 @@ def test_schema_carries_defaults_bounds_and_patterns() -> None:
         "type": "integer",
         "default": 1,
         "minimum": 1,
+        "maximum": 1000,
         "description": "",
     }
     assert spec["uniqueDevices"]["default"] is True
@@ -220,6 +223,9 @@ ONE_BROKER = "exactly one of brokerPodSpec or brokerJobSpec"
 BAD_SPECS = [
     pytest.param(lambda s: s.update(capacity=0), "greater than or equal to 1", id="capacity 0"),
     pytest.param(lambda s: s.update(capacity="2"), "valid integer", id="capacity a string"),
+    pytest.param(
+        lambda s: s.update(capacity=1_000_000), "less than or equal to 1000", id="capacity 1e6"
+    ),
     pytest.param(lambda s: s.update(capactiy=2), "capactiy\n  Extra inputs", id="unknown field"),
     pytest.param(
         lambda s: s["discoveryHandler"].pop("name"), "name\n  Field required", id="no handler"

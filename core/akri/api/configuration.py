@@ -11,6 +11,10 @@ from pydantic import Field, field_validator
 from akri.api.wire import Condition, ExactlyOne, Resource, WireModel, cel_rule
 
 PROPERTY_NAME_PATTERN = r"^[_A-Za-z][_A-Za-z0-9]*$"
+MAX_CAPACITY = 1000
+"""An Instance keeps one deviceUsage entry per slot: 1000 of the longest (a 63-character slot
+id, a 253-character node name) make about 330 KB, well within the API's request size (3 MiB)
+and etcd's object limit (1.5 MiB); a million slots were refused only at the first write."""
 HANDLER_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"
 HANDLER_NAME_MAX = 63
 HANDLER_NAME_MESSAGE = (
@@ -113,7 +117,7 @@ class ConfigurationSpec(WireModel):
 
     discovery_handler: DiscoveryHandlerInfo
     """The discovery handler and its settings."""
-    capacity: int = Field(default=1, ge=1)
+    capacity: int = Field(default=1, ge=1, le=MAX_CAPACITY)
     """How many pods may use one device at the same time, cluster-wide."""
     unique_devices: bool = True
     """Whether a pod asking for N devices of this Configuration gets N distinct devices."""

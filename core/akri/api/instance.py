@@ -8,7 +8,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, Field
 
-from akri.api.configuration import Configuration
+from akri.api.configuration import MAX_CAPACITY, Configuration
 from akri.api.wire import Condition, ObjectMeta, Resource, WireModel
 from akri.naming import LABEL_CONFIGURATION, instance_name, slot_ids
 
@@ -25,7 +25,7 @@ class InstanceSpec(WireModel):
 
     configuration_name: str = Field(min_length=1)
     """The Configuration that discovered the device."""
-    capacity: int = Field(default=1, ge=1)
+    capacity: int = Field(default=1, ge=1, le=MAX_CAPACITY)
     """How many pods may use the device at once (copied from the Configuration)."""
     shared: bool = False
     """Whether several nodes can reach the device (network devices) or only one (USB devices)."""

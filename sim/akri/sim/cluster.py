@@ -153,7 +153,7 @@ class Cluster(Service):
         `unshare` needed), reaching the API server in-cluster over TLS. `authorization`: whether
         the API server authorizes requests by RBAC (the admin kubeconfig and the in-process
         components may do anything either way)."""
-        # Unix socket paths are limited to 107 bytes: keep the work directory short.
+        # grpc binds unix socket paths of up to 105 bytes: keep the work directory short.
         self._owned_workdir = workdir is None
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="akri-sim-", dir="/tmp"))
         self.kubeconfig = kubeconfig or self.workdir / "kubeconfig"

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from akri.proto.discovery.v0.discovery_pb2 import RegisterDiscoveryHandlerRequest
+from akri.unix_sockets import MAX_SOCKET_PATH_BYTES
 
 UDS = RegisterDiscoveryHandlerRequest.UDS
 NETWORK = RegisterDiscoveryHandlerRequest.NETWORK
-MAX_SOCKET_PATH_BYTES = 107  # sun_path is 108 bytes including the terminating NUL
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from akri.agent.plugins.kubelet_watch import Identity, socket_identity
 from akri.agent.plugins.server import PluginServer
 from akri.agent.plugins.servicer import PluginServicer
 from akri.backoff import Backoff
+from akri.logs import OnceLog
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,9 @@ class Plugin:
         self.spec: PluginSpec = servicer.spec
         self.registered = False
         """Whether the kubelet accepted the current incarnation and no sign has called for more."""
+        self.problem: str | None = None
+        """Why the last attempt to serve or register failed; None once registered."""
+        self._warn_once = OnceLog(log)
         self.server: PluginServer | None = None
         self._servicer = servicer
         self._directory = directory
@@ -80,6 +84,7 @@ class Plugin:
                 self.registered = False
                 if await self._attempt():
                     self.registered = True
+                    self.problem = None
                     backoff.reset()
                     await self._wake.wait()
                 else:
@@ -100,9 +105,11 @@ class Plugin:
                     await self._new_incarnation()
                 return await self._register()
         except (grpc.RpcError, OSError, ValueError) as error:
-            log.warning("%s: cannot serve or register: %s", self.spec, error)
+            self.problem = f"cannot serve or register {self.spec.resource}: {error}"
+            self._warn_once(f"{self.spec}: {self.problem} (retrying; logged once)")
         except Exception:  # retried: a plugin must never take the agent down
-            log.exception("%s: unexpected error while registering", self.spec)
+            self.problem = f"unexpected error while serving {self.spec.resource}"
+            self._warn_once(f"{self.spec}: {self.problem}", exc_info=True)
         return False
 
     async def _new_incarnation(self) -> None:

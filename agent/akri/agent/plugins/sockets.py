@@ -1,4 +1,5 @@
-"""Names of plugin sockets: unique per incarnation (Akri #551) and short enough to bind.
+"""Names of plugin sockets: unique per incarnation (Akri #551) and short enough to bind
+whatever the resource name.
 
 A kubelet keeps dialling the endpoint it was last given; a plugin that re-served on the same
 name could be mistaken for its previous incarnation, so every incarnation gets a new nonce.
@@ -13,9 +14,10 @@ import time
 from pathlib import Path
 
 from akri.naming import digest
+from akri.unix_sockets import MAX_SOCKET_PATH_BYTES
 
-MAX_SOCKET_PATH_BYTES = 107
-"""A unix socket path must fit `sun_path` (108 bytes) with its terminating NUL."""
+PREFIX_CHARACTERS = 24
+"""Of the resource name, kept in the socket name so a person can tell sockets apart."""
 
 _DIGITS = string.digits + string.ascii_lowercase
 # Starting from the clock keeps names fresh across agent restarts, counting keeps them distinct.
@@ -37,15 +39,16 @@ def new_nonce() -> str:
 
 
 def socket_name(directory: Path, resource: str, nonce: str) -> str:
-    """`<resource with / as ->-<nonce>.sock`, shortened (with a digest) when the path is too long.
+    """`<start of the resource>-<digest of the resource>-<nonce>.sock`: short whatever the
+    resource name (the digest tells two long names apart, the nonce two incarnations).
 
-    Raises ValueError when even the shortest name does not fit under `directory`.
+    Raises ValueError when even that does not fit under `directory`.
     """
-    stem = resource.replace("/", "-")
-    room = MAX_SOCKET_PATH_BYTES - len(os.fsencode(directory)) - 1 - len(f"-{nonce}.sock")
-    if len(stem.encode()) > room:
-        tag = digest(resource)
-        stem = f"{stem[: max(room - len(tag) - 1, 0)]}-{tag}".lstrip("-")
-        if len(stem.encode()) > room:
-            raise ValueError(f"device-plugin directory {directory} is too long for a socket path")
-    return f"{stem}-{nonce}.sock"
+    stem = resource.replace("/", "-")[:PREFIX_CHARACTERS].rstrip("-.")
+    name = f"{stem}-{digest(resource)}-{nonce}.sock"
+    if len(os.fsencode(directory / name)) > MAX_SOCKET_PATH_BYTES:
+        raise ValueError(
+            f"device-plugin directory {directory} is too long for a socket path "
+            f"(at most {MAX_SOCKET_PATH_BYTES} bytes in all)"
+        )
+    return name
