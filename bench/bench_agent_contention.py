@@ -165,6 +165,7 @@ async def scenario(
             index = j // DEVICES + (n * requests // DEVICES if distinct else 0)
             calls.append((stubs[instance], node.name, instance, naming.slot_id(instance, index)))
     conflicts = metric("akri_slot_conflict_retries_total")
+    batches = decided_batches(nodes)
     share = CpuShare()
     started, cpu = time.perf_counter(), time.process_time()
     try:
@@ -175,6 +176,7 @@ async def scenario(
             await channel.close()
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     conflicts = metric("akri_slot_conflict_retries_total") - conflicts
+    batches = decided_batches(nodes) - batches
     granted = [o for o in outcomes if o.code == grpc.StatusCode.OK]
     refused = [o for o in outcomes if o.code == grpc.StatusCode.FAILED_PRECONDITION]
     failed = [o for o in outcomes if o not in granted and o not in refused]
@@ -202,10 +204,16 @@ async def scenario(
         ("CPU of the burst (whole process)", f"{cpu * 1e3:.0f} ms"),
         ("  by component", share.summary()),
         ("409 conflicts retried (akri_slot_conflict_retries)", f"{conflicts:.0f}"),
+        ("batches decided (group commit), all nodes", f"{batches} for {len(outcomes)} requests"),
         ("invariant violations read back (must be 0)", f"{len(violations)}"),
         ("  invariant holds", verdict(not violations)),
         *((f"  {v}", "") for v in violations[:5]),
     ]
+
+
+def decided_batches(nodes: list[Node]) -> int:
+    """Batches of Allocates the nodes' group commits have decided so far."""
+    return sum(n.agent.plugins.commits.batches for n in nodes if n.agent.plugins is not None)
 
 
 async def realistic(api: client.ApiClient, nodes: list[Node], pods: int) -> Rows:
