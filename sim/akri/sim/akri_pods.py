@@ -10,6 +10,32 @@ from akri.sim.kubelet.runtime.spec import DEFAULT_SIM_IMAGE
 
 JSON = dict[str, Any]
 NAMESPACE = "akri"
+ACCOUNT = "akri"
+_ACCESS: list[JSON] = [
+    {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": ACCOUNT, "namespace": NAMESPACE},
+    },
+    {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "akri-sim"},
+        "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
+    },
+    {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "akri-sim"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "akri-sim",
+        },
+        "subjects": [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE}],
+    },
+]
+"""One account for both programs, allowed everything: the chart grants each only what it uses."""
 
 
 def _host(name: str, path: str) -> tuple[JSON, JSON]:
@@ -29,14 +55,18 @@ def _workload(kind: str, name: str, container: JSON, volumes: list[JSON], **spec
             "selector": {"matchLabels": labels},
             "template": {
                 "metadata": {"labels": labels},
-                "spec": {"containers": [container], "volumes": volumes},
+                "spec": {
+                    "serviceAccountName": ACCOUNT,
+                    "containers": [container],
+                    "volumes": volumes,
+                },
             },
         },
     }
 
 
 def akri_workloads(image: str = DEFAULT_SIM_IMAGE, *, offline_grace_s: float) -> list[JSON]:
-    """The namespace, the agent DaemonSet (with debugEcho embedded) and the controller."""
+    """The namespace, the account, the agent DaemonSet (debugEcho embedded), the controller."""
     mounts = [
         _host("device-plugins", "/var/lib/kubelet/device-plugins"),
         _host("pod-resources", "/var/lib/kubelet/pod-resources"),
@@ -63,6 +93,7 @@ def akri_workloads(image: str = DEFAULT_SIM_IMAGE, *, offline_grace_s: float) ->
     }
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+        *_ACCESS,
         _workload("DaemonSet", "akri-agent", agent, [volume for volume, _ in mounts]),
         _workload("Deployment", "akri-controller", controller, [], replicas=1),
     ]

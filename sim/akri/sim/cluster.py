@@ -34,7 +34,6 @@ from akri.discovery_handlers.debug_echo import DebugEcho
 from akri.dra.mode import Mode
 from akri.service import Service
 from akri.sim.apiserver import ApiServer, errors
-from akri.sim.apiserver.server import ADMIN_TOKEN
 from akri.sim.apiserver.tls import Pki
 from akri.sim.kubelet import Kubelet
 from akri.sim.kubelet.node import NodeBridge
@@ -47,14 +46,17 @@ from akri.sim.workloads.controllers import WorkloadControllers
 log = logging.getLogger(__name__)
 
 
+TOKEN_LIFETIME_S = 86400
+
+
 @dataclass(frozen=True)
 class RuntimeOptions:
     """How simulated kubelets run containers of the project's image as processes."""
 
     image: str = field(default_factory=lambda: os.environ.get(SIM_IMAGE_ENV, DEFAULT_SIM_IMAGE))
-    token: Callable[[str, str], str] = lambda _namespace, _account: ADMIN_TOKEN
-    """(namespace, service account) -> the token its pods get; the admin token until the
-    emulator authenticates service accounts."""
+    token: Callable[[str, str], str] | None = None
+    """(namespace, service account) -> the token its pods get; default: one the API server
+    issues for the ServiceAccount (as the kubelet's projected token volume gets it)."""
     backoff_initial_s: float = 10.0
     backoff_max_s: float = 300.0
 
@@ -228,12 +230,19 @@ class Cluster(Service):
             api_host="127.0.0.1",
             api_port=self.server.secure_port,
             ca_file=pki.ca_file,
-            token=options.token,
+            token=options.token or self._service_account_token,
             backoff_initial_s=options.backoff_initial_s,
             backoff_max_s=options.backoff_max_s,
         )
         host = NodeHost(node.name, node.host_path, node.root / "pods")
         return Processes(settings, host, self._fetch)
+
+    def _service_account_token(self, namespace: str, account: str) -> str:
+        """A bound token for the pod's ServiceAccount, valid for a day (never rotated)."""
+        try:
+            return self.server.tokens.issue(namespace, account, expiration_s=TOKEN_LIFETIME_S)[0]
+        except errors.ApiError as error:
+            raise LookupError(f'serviceaccount "{account}" not found') from error
 
     async def _fetch(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         core = client.CoreV1Api(self.api_client())

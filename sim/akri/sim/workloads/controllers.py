@@ -1,4 +1,5 @@
-"""The DaemonSet, ReplicaSet and Deployment controllers of the simulated control plane.
+"""The DaemonSet, ReplicaSet and Deployment controllers of the simulated control plane (and the
+service-account controller's `default` ServiceAccount in every namespace).
 
 Level-triggered like kube-controller-manager's: watches mark objects dirty (a pod marks its
 controlling owner, a ReplicaSet its Deployment, a Node every DaemonSet), and each dirty object
@@ -94,6 +95,7 @@ class WorkloadControllers:
         )
         self._pods = Reflector(self._core.list_pod_for_all_namespaces, self._pod_changed)
         self._nodes = Reflector(self._core.list_node, self._node_changed)
+        self._namespaces = Reflector(self._core.list_namespace, self._namespace_changed)
         self._owned: dict[str, dict[Key, Object]] = {}
         """Controller uid -> the pods (or ReplicaSets) it controls."""
         self._owner_of: dict[Key, str] = {}
@@ -103,7 +105,8 @@ class WorkloadControllers:
 
     async def run(self) -> None:
         reflectors = (
-            self._daemonsets, self._deployments, self._replicasets, self._pods, self._nodes
+            self._daemonsets, self._deployments, self._replicasets, self._pods, self._nodes,
+            self._namespaces,
         )  # fmt: skip
         async with asyncio.TaskGroup() as tasks:
             for reflector in reflectors:
@@ -154,6 +157,11 @@ class WorkloadControllers:
         self._index(event, replicaset, ("Deployment",))
         self._mark(("ReplicaSet", *object_key(replicaset)))
 
+    async def _namespace_changed(self, event: EventType, namespace: Object) -> None:
+        """The service-account controller's part: every active namespace has `default`."""
+        if event == "ADDED" and not namespace["metadata"].get("deletionTimestamp"):
+            self._mark(("ServiceAccount", namespace["metadata"]["name"], "default"))
+
     async def _node_changed(self, _event: EventType, _node: Object) -> None:
         for key in self._daemonsets.objects:
             self._mark(("DaemonSet", *key))
@@ -162,6 +170,14 @@ class WorkloadControllers:
 
     async def _reconcile(self, item: Item) -> None:
         kind, namespace, name = item
+        if kind == "ServiceAccount":
+            body = {"metadata": {"name": name}}
+            try:
+                await call(self._core.create_namespaced_service_account, namespace, body)
+            except ApiException as error:
+                if error.status not in (409, 404):  # exists, or the namespace went away
+                    raise
+            return
         cache = {
             "DaemonSet": self._daemonsets,
             "ReplicaSet": self._replicasets,

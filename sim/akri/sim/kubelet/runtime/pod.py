@@ -52,7 +52,7 @@ class RuntimeSettings:
     api_port: int
     ca_file: Path
     token: Callable[[str, str], str]
-    """(namespace, service account) -> a bearer token for it."""
+    """(namespace, service account) -> a bearer token for it; LookupError when it has none."""
     backoff_initial_s: float = 10.0
     backoff_max_s: float = 300.0
 
@@ -111,7 +111,6 @@ class PodRuntime:
         return self._node.host_ip
 
     def start(self) -> None:
-        self._write_service_account()
         for container in self._containers:
             self._tasks.append(
                 asyncio.create_task(
@@ -259,6 +258,7 @@ class PodRuntime:
         ]
 
     async def _start_process(self, container: _Container) -> asyncio.subprocess.Process:
+        self._write_service_account()  # a fresh token for every start
         container.env = await self._environment(container)
         argv = spec.command_line(container.spec, container.env)
         program = self._settings.bin_dir / argv[0]
@@ -292,7 +292,7 @@ class PodRuntime:
         while True:
             try:
                 container.process = await self._start_process(container)
-            except (OSError, ValueError) as error:
+            except (OSError, ValueError, LookupError) as error:
                 container.state = {
                     "waiting": {"reason": "CreateContainerConfigError", "message": str(error)}
                 }

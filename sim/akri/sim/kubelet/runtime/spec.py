@@ -19,8 +19,8 @@ Object = Mapping[str, Any]
 SIM_IMAGE_ENV: Final = "AKRI_SIM_IMAGE"
 DEFAULT_SIM_IMAGE: Final = "ghcr.io/akri-py/akri-py"
 """Containers of this repository (any tag, unless the setting names one) run as processes."""
-IMAGE_COMMAND: Final = ("akri-agent",)
-"""The image's default command when a container gives none."""
+IMAGE_COMMAND: Final = ("akri", "--help")
+"""The image's default command (the Dockerfile's CMD) when a container gives none."""
 SERVICE_ACCOUNT_DIR: Final = "/var/run/secrets/kubernetes.io/serviceaccount"
 _VARIABLE = re.compile(r"\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)|\$\$")
 
