@@ -172,8 +172,8 @@ class FakeCamera:
     def probe_match(self, relates_to: str) -> bytes:
         return self._matches("ProbeMatch", relates_to, self.xaddrs_in_probe_matches)
 
-    def hello(self) -> None:
-        body = f"<d:Hello>{self._endpoint()}</d:Hello>"
+    def hello(self, xaddrs: bool = True) -> None:
+        body = f"<d:Hello>{self._endpoint(xaddrs)}</d:Hello>"
         self._announce(_envelope(f"<a:Action>{WSD}/Hello</a:Action>", body))
 
     def bye(self) -> None:

@@ -272,6 +272,17 @@ async def test_hello_adds_and_bye_removes_between_probes(port: int, camera: Fake
         await until(lists, [])
 
 
+async def test_a_hello_without_service_urls_is_resolved_at_once(
+    port: int, camera: FakeCamera
+) -> None:
+    camera.answers_probes = False
+    async with aclosing(discover(port, ONCE)) as lists:
+        assert await next_list(lists) == []
+        camera.hello(xaddrs=False)
+        await until(lists, [device_id(camera)])
+    assert camera.resolves == 1
+
+
 async def test_two_cameras_then_a_bye_from_one(port: int, camera: FakeCamera) -> None:
     async with (
         FakeCamera(port=port, uuid=OTHER, scopes=()) as second,

@@ -2,8 +2,8 @@
 
 Each probe round replaces the whole table, so a camera that stops answering (discovery or
 SOAP) disappears at the next round. Between rounds a Hello adds or refreshes one camera at
-once and a Bye removes it (a Hello without XAddrs waits for the next round). The list is
-sent only when it changed.
+once (resolved first when it leaves its XAddrs out) and a Bye removes it. The list is sent
+only when it changed.
 """
 
 from __future__ import annotations
@@ -32,16 +32,23 @@ REQUEST_TIMEOUT_S = 3.0
 
 # (service URL, endpoint uuid, credentials) -> the camera, or None when it does not answer.
 Inspect = Callable[[str, str, Credentials | None], Awaitable[camera.Camera | None]]
+# Endpoints without XAddrs -> those that told them, by uuid.
+Resolve = Callable[[list[Endpoint]], Awaitable[dict[str, Endpoint]]]
 
 
 class _Cameras:
     """The devices found per endpoint uuid, for one discover call."""
 
     def __init__(
-        self, inspect: Inspect, details: camera.Details, credentials: Mapping[str, Credentials]
+        self,
+        inspect: Inspect,
+        resolve: Resolve,
+        details: camera.Details,
+        credentials: Mapping[str, Credentials],
     ) -> None:
         self.found: dict[str, list[Device]] = {}
         self._inspect = inspect
+        self._resolve = resolve
         self._details = details
         self._credentials = credentials
 
@@ -67,7 +74,12 @@ class _Cameras:
         for endpoint in message.endpoints:
             if message.kind == "Bye":
                 self.found.pop(endpoint.uuid, None)
-            elif endpoint.video_transmitter and endpoint.xaddrs:
+            elif endpoint.video_transmitter:
+                if not endpoint.xaddrs:
+                    resolved = (await self._resolve([endpoint])).get(endpoint.uuid)
+                    if resolved is None:
+                        continue
+                    endpoint = resolved
                 self.found[endpoint.uuid] = await self._devices(endpoint)
 
     def devices(self) -> list[Device]:
@@ -114,7 +126,10 @@ class Onvif:
             async with aiohttp.ClientSession() as session:
                 transport = services.Transport(session, self._request_timeout)
                 inspect = functools.partial(device.inspect, transport, wsdls)
-                cameras = _Cameras(inspect, parsed, credentials)
+                resolve = functools.partial(
+                    probe.resolve, interface, self._port, parsed.discovery_timeout_seconds
+                )
+                cameras = _Cameras(inspect, resolve, parsed, credentials)
                 sent: list[Device] | None = None
                 while True:
                     try:
