@@ -17,7 +17,17 @@ import yaml
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from akri.sim.apiserver import discovery, errors, openapi, patching, protobuf, scale, tables
+from akri.sim.apiserver import (
+    discovery,
+    errors,
+    openapi,
+    patching,
+    protobuf,
+    scale,
+    tables,
+    webhooks,
+)
+from akri.sim.apiserver.authn import User
 from akri.sim.apiserver.authz import Attributes, Guard
 from akri.sim.apiserver.faults import Faults, RequestInfo
 from akri.sim.apiserver.operations import DeleteOptions, Operations, Selection, WatchFeed
@@ -224,7 +234,7 @@ class ApiHandlers:
         attributes = Attributes(
             verb, info.group, info.resource, info.subresource, info.namespace, info.name
         )
-        self._guard.admit(request.headers.get("Authorization"), request.secure, attributes)
+        user = self._guard.admit(request.headers.get("Authorization"), request.secure, attributes)
         decision = self._faults.decide(info)
         if decision.delay:
             await asyncio.sleep(decision.delay)  # injected latency, not synchronisation
@@ -235,9 +245,23 @@ class ApiHandlers:
             raise injected
         if verb == "watch":
             return await self._watch(request, target, info)
-        return await self._dispatch(request, target, verb)
+        return await self._dispatch(request, target, verb, user)
 
-    async def _dispatch(self, request: web.Request, target: Target, verb: str) -> web.Response:
+    async def _review(
+        self, target: Target, operation: str, obj: Any, old: JSON | None, user: User
+    ) -> None:
+        """The validating admission webhooks that apply to this write (none: at once)."""
+        await webhooks.admit(
+            self._operations.store,
+            webhooks.Write(
+                operation, target.resource, target.subresource, target.namespace or "",
+                target.name or (obj or {}).get("metadata", {}).get("name", ""), obj, old, user,
+            ),
+        )  # fmt: skip
+
+    async def _dispatch(
+        self, request: web.Request, target: Target, verb: str, user: User
+    ) -> web.Response:
         ops, resource, query = self._operations, target.resource, request.query
         namespace, name = target.namespace or "", target.name or ""
         strict = query.get("fieldValidation") == "Strict"
@@ -271,9 +295,11 @@ class ApiHandlers:
             return _json(self._guard.tokens.token_request(namespace, name, body), 201)
         if verb == "create" and not name and not (resource.namespaced and target.namespace is None):
             body = await self._body(request)
+            await self._review(target, "CREATE", body, None, user)
             return _json(ops.create(resource, target.namespace, body, strict), 201)
         if verb == "update" and name:
             body = await self._body(request)
+            await self._review(target, "UPDATE", body, ops.get(resource, namespace, name), user)
             return _json(ops.update(resource, namespace, name, body, target.subresource, strict))
         if verb == "patch" and name:
             content_type = request.content_type
@@ -282,11 +308,15 @@ class ApiHandlers:
             body = await self._body(request, content_type == patching.APPLY_PATCH)
             if content_type == patching.APPLY_PATCH:
                 return await self._apply(request, target, body, strict)
+            old = ops.get(resource, namespace, name)
+            patched = ops.apply_patch(resource, old, content_type, body)
+            await self._review(target, "UPDATE", patched, old, user)
             return _json(
                 ops.patch(resource, namespace, name, content_type, body, target.subresource, strict)
             )
         if verb == "delete":
             options = DeleteOptions.parse(await self._body(request), query.get("propagationPolicy"))
+            await self._review(target, "DELETE", None, ops.get(resource, namespace, name), user)
             obj, gone = ops.delete(resource, namespace, name, options)
             if gone and not resource.returns_deleted_object:
                 return _json(_success(resource, obj))

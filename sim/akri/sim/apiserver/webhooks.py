@@ -1,0 +1,177 @@
+"""Validating admission webhooks: the ValidatingWebhookConfigurations stored, called per write.
+
+Each webhook whose rules match the request (operation, group, version, resource and
+subresource, scope) and whose `namespaceSelector` and `objectSelector` match is sent an
+AdmissionReview v1 over HTTPS, trusting only its `caBundle`, within `timeoutSeconds` (10 by
+default). A denial is refused as the API server refuses it; a webhook that cannot be reached
+or answers nonsense fails the request under `failurePolicy: Fail` (the default) and is skipped
+under `Ignore`. A `service` reference is reached at 127.0.0.1 on the port it names (pods of the
+simulated cluster are processes on this host). The object reviewed is the one the request
+carries (patches applied), before the server's own defaults.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import ssl
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from akri.sim.apiserver import errors
+from akri.sim.apiserver.apps_kinds import selector_labels
+from akri.sim.apiserver.authn import User
+from akri.sim.apiserver.resources import ResourceType
+from akri.sim.apiserver.store import Store
+
+JSON = dict[str, Any]
+KEY = ("admissionregistration.k8s.io", "validatingwebhookconfigurations")
+DEFAULT_TIMEOUT_S = 10
+
+
+@dataclass(frozen=True)
+class Write:
+    """One write as a webhook sees it."""
+
+    operation: str  # CREATE, UPDATE or DELETE
+    resource: ResourceType
+    subresource: str
+    namespace: str
+    name: str
+    obj: JSON | None
+    old: JSON | None
+    user: User
+
+
+def _matches_rule(rule: JSON, write: Write) -> bool:
+    def has(key: str, value: str) -> bool:
+        listed = rule.get(key) or []
+        return "*" in listed or value in listed
+
+    resource = write.resource
+    combined = resource.plural + (f"/{write.subresource}" if write.subresource else "")
+    resources = rule.get("resources") or []
+    scope = rule.get("scope") or "*"
+    return (
+        has("operations", write.operation)
+        and has("apiGroups", resource.group)
+        and has("apiVersions", resource.version)
+        and ("*" in resources or combined in resources
+             or (bool(write.subresource) and f"*/{write.subresource}" in resources)
+             or (not write.subresource and "*" in [r.split("/")[0] for r in resources]))
+        and scope in ("*", "Namespaced" if resource.namespaced else "Cluster")
+    )  # fmt: skip
+
+
+def _selected(selector: JSON | None, labels: dict[str, str] | None) -> bool:
+    return selector_labels(selector).matches(labels)
+
+
+def applicable(webhook: JSON, write: Write, namespace_labels: dict[str, str] | None) -> bool:
+    """Whether `webhook` reviews `write` (`namespace_labels`: None for cluster-scoped writes)."""
+    if not any(_matches_rule(rule, write) for rule in webhook.get("rules") or []):
+        return False
+    if namespace_labels is not None and not _selected(
+        webhook.get("namespaceSelector"), namespace_labels
+    ):
+        return False
+    subject = write.obj if write.obj is not None else write.old or {}
+    return _selected(webhook.get("objectSelector"), (subject.get("metadata") or {}).get("labels"))
+
+
+def review(write: Write) -> JSON:
+    """The AdmissionReview v1 request body for `write`."""
+    resource = write.resource
+    kind = {"group": resource.group, "version": resource.version, "kind": resource.kind}
+    gvr = {"group": resource.group, "version": resource.version, "resource": resource.plural}
+    request: JSON = {
+        "uid": str(uuid.uuid4()),
+        "kind": kind,
+        "resource": gvr,
+        "requestKind": kind,
+        "requestResource": gvr,
+        "name": write.name,
+        "operation": write.operation,
+        "userInfo": {"username": write.user.name, "groups": list(write.user.groups)},
+        "object": write.obj,
+        "oldObject": write.old,
+        "dryRun": False,
+    }
+    if write.subresource:
+        request["subResource"] = write.subresource
+    if write.namespace:
+        request["namespace"] = write.namespace
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+
+
+def _url(webhook: JSON) -> str:
+    config = webhook.get("clientConfig") or {}
+    if config.get("url"):
+        return str(config["url"])
+    service = config.get("service") or {}
+    return f"https://127.0.0.1:{service.get('port', 443)}{service.get('path', '/')}"
+
+
+def _context(webhook: JSON) -> ssl.SSLContext:
+    bundle = (webhook.get("clientConfig") or {}).get("caBundle")
+    if not bundle:
+        return ssl.create_default_context()
+    return ssl.create_default_context(cadata=base64.b64decode(bundle).decode())
+
+
+async def call(webhook: JSON, write: Write) -> None:
+    """Send the review; raise the request's refusal, or its failure under failurePolicy Fail."""
+    name = webhook.get("name", "")
+    body = review(write)
+    timeout = aiohttp.ClientTimeout(total=webhook.get("timeoutSeconds") or DEFAULT_TIMEOUT_S)
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=timeout) as session,
+            session.post(_url(webhook), json=body, ssl=_context(webhook)) as answer,
+        ):
+            answer.raise_for_status()
+            response = (await answer.json())["response"]
+            allowed = bool(response["allowed"])
+    except (
+        aiohttp.ClientError,
+        TimeoutError,
+        ValueError,
+        KeyError,
+        TypeError,
+        ssl.SSLError,
+    ) as error:
+        if webhook.get("failurePolicy", "Fail") == "Ignore":
+            return
+        raise errors.internal(
+            f'failed calling webhook "{name}": {error or type(error).__name__}'
+        ) from error
+    if allowed:
+        return
+    status = response.get("status") or {}
+    message = f'admission webhook "{name}" denied the request'
+    if status.get("message"):
+        message += f": {status['message']}"
+    code = int(status.get("code") or 403)
+    raise errors.ApiError(code, status.get("reason") or "Forbidden", message)
+
+
+async def admit(store: Store, write: Write) -> None:
+    """Call every applicable webhook (concurrently, as the API server does); first refusal wins."""
+    configurations = store.objects(KEY)
+    if not configurations:
+        return
+    namespace_labels: dict[str, str] | None = None
+    if write.resource.namespaced:
+        namespace = store.peek(("", "namespaces"), "", write.namespace) or {}
+        namespace_labels = (namespace.get("metadata") or {}).get("labels") or {}
+    hooks = [
+        webhook
+        for configuration in configurations
+        for webhook in configuration.get("webhooks") or []
+        if applicable(webhook, write, namespace_labels)
+    ]
+    if hooks:
+        await asyncio.gather(*(call(hook, write) for hook in hooks))
