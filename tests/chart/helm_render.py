@@ -146,8 +146,101 @@ def lint() -> dict[str, Any]:
     return result
 
 
+async def _session() -> None:
+    """One release's life (install, upgrade, uninstall) against a cluster, one JSON line per
+    action on stdin and one answer per line on stdout: the memory driver lives in this process."""
+    import helm_sdkpy
+
+    loop = asyncio.get_running_loop()
+    configs: dict[tuple[str, str], Any] = {}  # the memory driver's releases live in its config
+    while line := await loop.run_in_executor(None, sys.stdin.readline):
+        request = json.loads(line)
+        key = (request["namespace"], request["kubeconfig"])
+        if key not in configs:
+            configs[key] = helm_sdkpy.Configuration(namespace=key[0], kubeconfig=key[1])
+        config = configs[key]
+        release, action = request["release"], request["action"]
+        try:
+            if action == "install":
+                done = await helm_sdkpy.Install(config).run(
+                    release, str(CHART), values=request["values"], create_namespace=True,
+                    wait=True, timeout=request["timeout"],
+                )  # fmt: skip
+            elif action == "upgrade":
+                done = await helm_sdkpy.Upgrade(config).run(
+                    release, str(CHART), values=request["values"], wait=True,
+                    timeout=request["timeout"],
+                )  # fmt: skip
+            else:
+                done = await helm_sdkpy.Uninstall(config).run(
+                    release, wait=True, timeout=request["timeout"]
+                )
+            answer: dict[str, Any] = {"ok": {"status": str(done.get("info", {}).get("status"))}}
+        except helm_sdkpy.HelmError as error:
+            answer = {"error": str(error)}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+
+
+class HelmSession:
+    """`async with HelmSession(kubeconfig) as helm: await helm("install", release, ns, values)`:
+    a child process running Helm actions in order, as `helm` commands in one shell would."""
+
+    def __init__(self, kubeconfig: Path) -> None:
+        self._kubeconfig = str(kubeconfig)
+        self._process: asyncio.subprocess.Process | None = None
+
+    async def __aenter__(self) -> HelmSession:
+        self._process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tests.chart.helm_render", "session",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            env={**os.environ, "HELM_DRIVER": "memory"}, cwd=CHART.parents[1],
+        )  # fmt: skip
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        if self._process is not None:
+            assert self._process.stdin is not None
+            self._process.stdin.close()
+            try:
+                async with asyncio.timeout(30):
+                    await self._process.wait()
+            finally:
+                if self._process.returncode is None:
+                    self._process.kill()
+                    await self._process.wait()
+
+    async def __call__(
+        self,
+        action: str,
+        release: str,
+        namespace: str,
+        values: Mapping[str, Any] | None = None,
+        seconds: int = 180,
+    ) -> dict[str, Any]:
+        """The action's outcome: {"ok": {"status": ...}} or {"error": message}."""
+        process = self._process
+        assert process is not None
+        assert process.stdin is not None
+        assert process.stdout is not None
+        request = {
+            "action": action, "release": release, "namespace": namespace,
+            "values": dict(values or {}), "timeout": seconds, "kubeconfig": self._kubeconfig,
+        }  # fmt: skip
+        process.stdin.write((json.dumps(request) + "\n").encode())
+        await process.stdin.drain()
+        async with asyncio.timeout(seconds + 30):
+            line = await process.stdout.readline()
+        if not line:
+            raise RuntimeError("the helm session ended")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+
 def main() -> None:
-    if sys.argv[1] == "lint":
+    if sys.argv[1] == "session":
+        asyncio.run(_session())
+    elif sys.argv[1] == "lint":
         json.dump(asyncio.run(_lint()), sys.stdout)
     else:
         json.dump(asyncio.run(_install_all(json.loads(sys.stdin.read()))), sys.stdout)

@@ -1,0 +1,134 @@
+"""The chart installed by the real Helm engine into `akri sim --bare` whose pods run as processes.
+
+The install command is the one the README and the user guide give; Helm waits for the agent
+DaemonSet and the controller Deployment to be Ready (real `akri-agent` and `akri-controller`
+processes with the chart's environment, mounts and probes), the debugEcho example reaches
+Running brokers, every documented kubectl command works on the result, an upgrade keeps the
+running brokers' slots, and the documented uninstall (Configurations first, then `helm
+uninstall`) leaves none of the release's objects.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from akri.sim.cluster import Cluster, RuntimeOptions
+from tests.chart.docs_commands import commands, helm_install
+from tests.chart.helm_render import HelmSession
+from tests.kubectl import Kubectl, needs_kubectl
+from tests.support import eventually
+
+pytestmark = [
+    pytest.mark.slow,
+    needs_kubectl,
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("unshare") is None, reason="needs root and unshare"
+    ),
+]
+# What the simulation cannot host, overridden; everything else is installed as documented:
+# the simulated kubelet mounts no Secret volumes (so no webhook certificate), and its pods share
+# the host's network, so one node and one controller, each on its own telemetry port.
+SIM_OVERRIDES = {
+    "webhook": {"enabled": False},
+    "agent": {"metricsPort": 18380},
+    "controller": {"replicas": 1, "metricsPort": 18381},
+}
+BROKERS = 2  # 2 debugEcho devices x 1 node
+INSTANCE_LABEL = "app.kubernetes.io/instance"
+
+
+@pytest.fixture
+async def cluster(socket_dir: Path) -> AsyncIterator[Cluster]:
+    options = RuntimeOptions(backoff_initial_s=0.2, backoff_max_s=2.0)
+    async with Cluster(["node-0"], workdir=socket_dir, processes=options) as running:
+        yield running
+
+
+def merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        out[key] = merged(out.get(key, {}), value) if isinstance(value, dict) else value
+    return out
+
+
+async def items(kubectl: Kubectl, *args: str) -> list[dict[str, Any]]:
+    listed: list[dict[str, Any]] = json.loads(await kubectl("get", *args, "-o", "json"))["items"]
+    return listed
+
+
+@pytest.mark.timeout(600)
+async def test_the_documented_install_runs_brokers_survives_an_upgrade_and_uninstalls_cleanly(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    documented = commands()
+    (command,) = {tuple(c) for c in documented if c[:2] == ["helm", "install"]}  # maybe twice
+    install = helm_install(list(command))
+    kubectl = Kubectl(cluster.kubeconfig, tmp_path, namespace=install.namespace)
+    values = merged(install.values, SIM_OVERRIDES)
+    async with HelmSession(cluster.kubeconfig) as helm:
+        installed = await helm("install", install.release, install.namespace, values)
+        assert installed == {"ok": {"status": "deployed"}}, installed
+
+        async def running_brokers() -> list[dict[str, Any]] | None:
+            pods = await items(kubectl, "pods", "-A", "-l", "akri.sh/configuration")
+            running = [p for p in pods if p.get("status", {}).get("phase") == "Running"]
+            return running if len(running) == BROKERS else None
+
+        brokers = await eventually(running_brokers, "Running debugEcho brokers", 60)
+        usage = {
+            i["metadata"]["name"]: i["spec"]["deviceUsage"]
+            for i in await items(kubectl, "akrii", "-A")
+        }
+        assert sum(1 for u in usage.values() for holder in u.values() if holder) == BROKERS
+
+        for words in documented:
+            if words[0] == "kubectl":
+                await kubectl(*words[1:])
+            # the `akri` commands: tests/chart/test_docs_commands.py
+
+        upgraded = await helm(
+            "upgrade", install.release, install.namespace, merged(values, {"logLevel": "DEBUG"})
+        )
+        assert upgraded == {"ok": {"status": "deployed"}}, upgraded
+        after = await running_brokers()
+        assert after is not None
+        assert {p["metadata"]["uid"] for p in after} == {p["metadata"]["uid"] for p in brokers}
+        kept = {
+            i["metadata"]["name"]: i["spec"]["deviceUsage"]
+            for i in await items(kubectl, "akrii", "-A")
+        }
+        assert kept == usage, "the upgrade moved or freed slots of running brokers"
+
+        # The documented order: Configurations first, while the agents that release the
+        # Instances' finalizer (akri.sh/slots-in-use) and the controller still run.
+        await kubectl("delete", "akric", "--all")
+
+        async def released() -> bool | None:
+            instances = await items(kubectl, "akrii", "-A")
+            return (
+                not instances
+                and not await items(kubectl, "pods", "-A", "-l", "akri.sh/configuration")
+            ) or None
+
+        await eventually(released, "Instances and brokers gone", 60)
+        uninstalled = await helm("uninstall", install.release, install.namespace)
+        assert "error" not in uninstalled, uninstalled
+
+    async def nothing_left() -> bool | None:
+        kinds = "all,akric,akrii,serviceaccounts,roles,rolebindings,poddisruptionbudgets"
+        left = await items(kubectl, kinds, "-A", "-l", f"{INSTANCE_LABEL}={install.release}")
+        cluster_wide = await items(
+            kubectl, "clusterroles,clusterrolebindings", "-l", f"{INSTANCE_LABEL}={install.release}"
+        )
+        instances = await items(kubectl, "akrii", "-A")
+        brokers_left = await items(kubectl, "pods", "-A", "-l", "akri.sh/configuration")
+        return not (left or cluster_wide or instances or brokers_left) or None
+
+    await eventually(nothing_left, "nothing of the release left", 60)
