@@ -3,6 +3,11 @@ without their service URLs), and hearing their Hello and Bye.
 
 With an interface address, probes leave by that interface only and the listener joins the
 group there; otherwise the OS picks. TTL 1 either way: discovery never leaves the link.
+
+Our own asyncio code, as no maintained async WS-Discovery library exists on PyPI: `wsdiscovery`
+(2.1.2) runs a thread polling a selector with sleeps, its `async` module a placeholder;
+onvif-zeep-async ships the discovery WSDL but no client; `onvif-client` (0.0.4, 2023) looks
+unmaintained and `onvif-scanner` (0.2.0) is a scanner CLI (judged from their PyPI entries).
 """
 
 from __future__ import annotations
