@@ -12,6 +12,7 @@ from kubernetes_asyncio import client
 
 from akri import naming
 from akri.controller.context import Tuning
+from akri.dra.devices import instance_selector
 from akri.dra.mode import Mode
 from akri.sim.cluster import Cluster
 from tests.sim.users import User
@@ -113,3 +114,76 @@ async def _has(user: User, name: str, text: str) -> bool:
         "default", field_selector=f"involvedObject.name={name}"
     )
     return any(text in (e.message or "") for e in events.items)
+
+
+def instance_claim(name: str, instance: str) -> dict[str, Any]:
+    selector = {"cel": {"expression": instance_selector(instance)}}
+    request = {
+        "name": "dev",
+        "exactly": {"deviceClassName": "cfg.akri.sh", "selectors": [selector]},
+    }
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"devices": {"requests": [request]}},
+    }
+
+
+def claim_pod(name: str, node: str, claim: str) -> dict[str, Any]:
+    container = {"name": "app", "image": "busybox", "resources": {"claims": [{"name": "dev"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "containers": [container],
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "resourceClaims": [{"name": "dev", "resourceClaimName": claim}],
+        },
+    }
+
+
+async def test_worked_example_with_a_per_instance_claim(cluster: Cluster) -> None:
+    """docs/design.md §5.4 in DRA mode: P1 takes one slot of A and of B through
+    `akri.sh/cfg: 2`; P2 takes A's other slot through a claim selecting A's `instance`
+    attribute; then A is full for another such claim, and three distinct devices never fit."""
+    user = User(cluster)
+    api = client.CustomObjectsApi(cluster.api_client())
+    await user.apply(configuration(unique=True))
+    await eventually(lambda: published(cluster), "both devices published for both nodes")
+    await user.run(
+        {
+            **pod("p1", 2),
+            "spec": {**pod("p1", 2)["spec"], "nodeSelector": {"kubernetes.io/hostname": "n"}},
+        }
+    )
+    await user.wait_running("p1")
+
+    a = naming.instance_name(CFG, "foo0")
+    for name in ("claim-a", "claim-a2"):
+        await api.create_namespaced_custom_object(
+            GROUP, VERSION, "default", "resourceclaims", instance_claim(name, a)
+        )
+    await user.run(claim_pod("p2", "m", "claim-a"))
+    await user.wait_running("p2")
+    claim = await api.get_namespaced_custom_object(
+        GROUP, VERSION, "default", "resourceclaims", "claim-a"
+    )
+    (result,) = claim["status"]["allocation"]["devices"]["results"]
+    assert result["device"] == a
+    assert [r["name"] for r in claim["status"]["reservedFor"]] == ["p2"]
+
+    await user.run(claim_pod("p3", "n", "claim-a2"))  # A has no slot left
+    await eventually(lambda: _has(user, "p3", "cannot allocate all claims"), "p3 unschedulable")
+    await user.run(pod("p4", 3))  # three distinct devices never fit
+    await eventually(lambda: _has(user, "p4", "cannot allocate all claims"), "p4 unschedulable")
+    assert await user.phase("p3") == "Pending"
+
+    # P2 goes: its reservation is dropped, claim-a deallocated, and p3 gets A's slot.
+    await user.core.delete_namespaced_pod("p2", "default")
+    await user.wait_running("p3")
+    released = await api.get_namespaced_custom_object(
+        GROUP, VERSION, "default", "resourceclaims", "claim-a"
+    )
+    assert "allocation" not in released.get("status", {})
