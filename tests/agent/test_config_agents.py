@@ -14,7 +14,7 @@ from akri.api import DiscoveryProperty, Instance, KeySelector, PropertySource
 from akri.discovery_handlers.debug_echo import DebugEcho
 from akri.discovery_handlers.server import HandlerServer
 from akri.naming import instance_name
-from akri.sim.apiserver import ApiServer
+from akri.sim.apiserver import ApiServer, cel_rules
 from akri.sim.apiserver.faults import FaultRule
 from tests.agent.running_agents import NAMESPACE, Api, Node, configuration, running_agent
 from tests.discovery.scripted import Scripted
@@ -385,9 +385,11 @@ async def test_mounts_and_device_nodes_are_offered_to_the_plugins(
 
 
 async def test_a_malformed_configuration_is_reported_and_skipped(
-    api: client.ApiClient, socket_dir: Path, k: Api
+    api: client.ApiClient, socket_dir: Path, k: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The emulator, like an API server without CEL, stores what the model refuses."""
+    """Objects stored before the CRD's CEL rules (or on a server without them) may break
+    what the model requires; the emulator stores them with its CEL checks off."""
+    monkeypatch.setattr(cel_rules, "violations", lambda *_: [])
     both_kinds = {"brokerPodSpec": {"containers": []}, "brokerJobSpec": {"template": {}}}
     broken = configuration("broken").to_wire()
     broken["spec"]["brokerSpec"] = both_kinds
@@ -400,6 +402,9 @@ async def test_a_malformed_configuration_is_reported_and_skipped(
         (event,) = await eventually(lambda: k.events("InvalidConfiguration"), "an Event")
         assert event.involved_object.name == "broken"
         assert "exactly one of brokerPodSpec or brokerJobSpec" in event.message
+        conditions = await eventually(lambda: _conditions(k, "broken"), "READY False, and why")
+        assert conditions["Ready"][:2] == ("False", "InvalidConfiguration")
+        assert conditions["InvalidConfiguration"] == ("True", "InvalidConfiguration", event.message)
         assert a.agent.configurations is not None
         assert a.agent.configurations.get(NAMESPACE, "broken") is None
 
@@ -415,6 +420,14 @@ async def test_a_malformed_configuration_is_reported_and_skipped(
         found = await k.instance(FOO0)
         assert found is not None
         assert found.spec.capacity == 2
+
+
+async def _conditions(k: Api, name: str) -> dict[str, tuple[str, str, str]]:
+    found = await k.custom.get_namespaced_custom_object(
+        "akri.sh", "v0", NAMESPACE, "configurations", name
+    )
+    conditions = (found.get("status") or {}).get("conditions") or []
+    return {c["type"]: (c["status"], c["reason"], c["message"]) for c in conditions}
 
 
 async def _events_about(k: Api, name: str, reason: str) -> list[Any]:

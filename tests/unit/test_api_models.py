@@ -199,6 +199,7 @@ def test_condition_types_are_the_names_the_components_share() -> None:
         "InvalidProperties",
         "InvalidName",
         "InvalidBrokerSpec",
+        "InvalidConfiguration",
     }
     assert ConfigurationStatus().conditions == []
 

@@ -9,7 +9,7 @@ no two agents can keep rewriting each other's conditions.
 
 A healthy Configuration shows just Ready=True; a problem shows Ready=False with the problem's
 type as reason, plus that problem's condition (HandlerUnavailable, InvalidDetails,
-InvalidProperties, InvalidName) set to True with the explanation.
+InvalidProperties, InvalidName, InvalidConfiguration) set to True with the explanation.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ PROBLEMS = (
     ConditionType.INVALID_DETAILS,
     ConditionType.INVALID_PROPERTIES,
     ConditionType.INVALID_NAME,
+    ConditionType.INVALID_CONFIGURATION,
 )
 READY_REASON = "Discovering"
 RESOLVED_REASON = "Resolved"

@@ -17,17 +17,15 @@ from collections.abc import Callable
 from kubernetes_asyncio import client
 from pydantic import ValidationError
 
+from akri.agent.discovery.model import Status
 from akri.agent.extras import device_extras
 from akri.agent.plugins.response import Extras, no_extras
 from akri.agent.runner import ConfigurationRunner, RunnerEnv
-from akri.agent.status import COMPONENT, CONFIGURATIONS
-from akri.api import Configuration
-from akri.kube.events import record_event
+from akri.agent.status import CONFIGURATIONS
+from akri.api import ConditionType, Configuration
 from akri.kube.reflector import EventType, Key, Object, Reflector, object_key
 
 log = logging.getLogger(__name__)
-
-INVALID_REASON = "InvalidConfiguration"
 
 
 class ConfigurationWatcher:
@@ -54,6 +52,7 @@ class ConfigurationWatcher:
         self._runners: dict[Key, ConfigurationRunner] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._told: set[tuple[str, str]] = set()
+        self._reporter = env.reporter()
 
     @property
     def synced(self) -> asyncio.Event:
@@ -134,11 +133,8 @@ class ConfigurationWatcher:
             return
         self._told.add((obj["metadata"].get("uid", ""), message))
         log.error("%s", message)
-        await record_event(
-            client.CoreV1Api(self._api_client),
-            obj,
-            INVALID_REASON,
-            message,
-            component=COMPONENT,
-            kind="Warning",
-        )
+        try:  # Ready False with the reason, and an Event
+            await self._reporter.report(obj, Status(ConditionType.INVALID_CONFIGURATION, message))
+        except Exception:  # a watch handler must not fail; the next change reports again
+            self._told.discard((obj["metadata"].get("uid", ""), message))
+            log.warning("reporting Configuration %s/%s as invalid failed", *key, exc_info=True)

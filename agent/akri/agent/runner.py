@@ -135,7 +135,7 @@ class ConfigurationRunner:
             )
             reported = (view, configuration.metadata.generation)
             if reported != self._reported:
-                await self._reporter.report(configuration, view)
+                await self._reporter.report(configuration.to_wire(), view)
                 self._reported = reported
         return expiry
 

@@ -8,6 +8,7 @@ per distinct problem, so a problem that persists does not flood `kubectl describ
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,13 +35,15 @@ class StatusReporter:
         self._api_client = api_client
         self._told: set[tuple[str, str]] = set()
 
-    async def report(self, configuration: Configuration, view: Status) -> None:
-        """Assert `view` in the status; record an Event when it is a problem not told yet.
+    async def report(self, configuration: Mapping[str, Any], view: Status) -> None:
+        """Assert `view` in the status of `configuration` (as stored: it may not even parse);
+        record an Event when it is a problem not told yet.
 
         Raises the API's errors (the caller retries); a Configuration gone meanwhile is fine.
         """
-        metadata = configuration.metadata
-        namespace, name, uid = metadata.namespace or "default", metadata.name or "", metadata.uid
+        metadata = configuration["metadata"]
+        namespace, name = metadata.get("namespace") or "default", metadata.get("name") or ""
+        uid = metadata.get("uid")
 
         def mutate(obj: dict[str, Any]) -> dict[str, Any] | None:
             if obj["metadata"].get("uid") != uid:
@@ -66,7 +69,7 @@ class StatusReporter:
             self._told.add(problem)
             await record_event(
                 client.CoreV1Api(self._api_client),  # made when needed, see kube_reader
-                configuration.to_wire(),
+                dict(configuration),
                 view.condition.value,
                 view.message,
                 component=COMPONENT,

@@ -33,6 +33,7 @@ class ConditionType(StrEnum):
     INVALID_PROPERTIES = "InvalidProperties"
     INVALID_NAME = "InvalidName"
     INVALID_BROKER_SPEC = "InvalidBrokerSpec"
+    INVALID_CONFIGURATION = "InvalidConfiguration"
 
 
 class KeySelector(WireModel):
