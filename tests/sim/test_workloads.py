@@ -162,3 +162,23 @@ async def test_workload_whose_selector_misses_its_template_is_refused(
     assert 'The Deployment "web" is invalid' in refused
     assert 'Invalid value: map[string]string{"app":"web"}' in refused
     assert "`selector` does not match template `labels`" in refused
+
+
+async def test_pod_log_is_read_only_and_names_its_container(
+    cluster: Cluster, kubectl: Kubectl, tmp_path: Path
+) -> None:
+    two = {"containers": [{"name": "a", "image": "busybox"}, {"name": "b", "image": "busybox"}]}
+    await apply(
+        kubectl,
+        tmp_path,
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": two},
+    )
+    refused = await kubectl("get", "--raw", "/api/v1/namespaces/default/pods/p/log", ok=False)
+    assert "a container name must be specified for pod p, choose one of: [a b]" in refused
+    assert await kubectl("logs", "p", "-c", "b") == ""  # no process: nothing written
+    path = tmp_path / "pod.json"
+    path.write_text(await kubectl("get", "pod", "p", "-o", "json"))
+    replaced = await kubectl(
+        "replace", "--raw", "/api/v1/namespaces/default/pods/p/log", "-f", str(path), ok=False
+    )
+    assert "MethodNotAllowed" in replaced or "not allow" in replaced

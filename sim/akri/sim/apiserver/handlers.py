@@ -265,7 +265,11 @@ class ApiHandlers:
         ops, resource, query = self._operations, target.resource, request.query
         namespace, name = target.namespace or "", target.name or ""
         strict = query.get("fieldValidation") == "Strict"
-        if target.subresource == "log" and verb == "get":
+        if target.subresource == "log":
+            if verb != "get":  # a log is only read; a PUT must not replace the pod
+                raise errors.method_not_allowed(
+                    "the server does not allow this method on the requested resource"
+                )
             return self._log(request, ops.get(resource, namespace, name))
         if target.subresource == "scale":
             return _json(await self._scale(request, target, verb))
