@@ -139,9 +139,10 @@ class DynamicResources:
         return result
 
     def dra_resources(self, node: Object) -> set[str]:
-        """Extended resources DRA serves on `node` (no device plugin advertises them there)."""
+        """Extended resources DRA serves on `node`: those no device plugin registered there (a
+        plugin advertising none at the moment still owns its resource on that node)."""
         plugins = allocatable(node)
-        return {r for r in self.extended_resources() if plugins[r] == 0}
+        return {r for r in self.extended_resources() if r not in plugins}
 
     def plan(self, pod: Object, node: Object) -> NodePlan | str:
         """The allocations the Pod's claims get on `node`, or why they do not fit."""
