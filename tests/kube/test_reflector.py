@@ -129,6 +129,33 @@ async def test_survives_api_errors_with_backoff(
     try:
         await asyncio.wait_for(reflector.synced.wait(), 10)
         assert reflector._backoff.attempts == 0  # reset after the successful list
+        assert not task.done()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+@pytest.mark.parametrize("status", [409, 429, 500])
+async def test_a_failed_relist_keeps_every_object_and_retries(
+    apiserver: ApiServer, core: client.CoreV1Api, status: int
+) -> None:
+    """Found by the soak: an error answer to a relist was read as an empty list (every object
+    reported deleted), then the reflector died on the Status body's missing resourceVersion."""
+    await core.create_namespaced_config_map("default", config_map("keep"))
+    recorder = Recorder()
+    reflector = Reflector(functools.partial(core.list_namespaced_config_map, "default"), recorder)
+    reflector._backoff.initial = 0.01
+    task = asyncio.create_task(reflector.run())
+    try:
+        await asyncio.wait_for(reflector.synced.wait(), 10)
+        failures = apiserver.faults.add(verb="list", resource="configmaps", status=status, count=2)
+        apiserver.faults.add(verb="watch", resource="configmaps", status=410, count=1)
+        apiserver.faults.drop_watches()
+        await eventually(lambda: failures.exhausted, "both failed relists")
+        await core.create_namespaced_config_map("default", config_map("after"))
+        await eventually(lambda: ("ADDED", "after") in recorder.events, "the watch to resume")
+        assert recorder.events == [("ADDED", "keep"), ("ADDED", "after")]
+        assert not task.done()
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

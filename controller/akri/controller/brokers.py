@@ -28,11 +28,11 @@ from akri.controller.builders import (
     is_running,
 )
 from akri.controller.cache import Cache
-from akri.controller.calls import call, error_message
 from akri.controller.conditions import BrokerOutcome
 from akri.controller.context import CONFIGURATION, INSTANCE, Context, owned_by
 from akri.controller.plan import Deletion, Plan, Reason, plan_brokers
 from akri.controller.services import apply_service
+from akri.kube.calls import call, error_message
 from akri.kube.events import record_event
 from akri.kube.guarded import HTTP_CONFLICT, HTTP_NOT_FOUND
 from akri.kube.reflector import Object

@@ -17,10 +17,10 @@ from akri import naming
 from akri.api import Configuration
 from akri.controller.brokers import COMPONENT
 from akri.controller.builders import BrokerSpecError, configuration_service, is_running
-from akri.controller.calls import error_message
 from akri.controller.conditions import updated_status
 from akri.controller.context import CONFIGURATION, Context
 from akri.controller.services import apply_service
+from akri.kube.calls import error_message
 from akri.kube.events import record_event
 from akri.kube.guarded import CustomResource, GuardedWriter
 

@@ -21,7 +21,6 @@ import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from akri.controller.calls import call
 from akri.controller.lease import (
     Decision,
     LeaseObserver,
@@ -30,6 +29,7 @@ from akri.controller.lease import (
     record_of,
     released,
 )
+from akri.kube.calls import call
 from akri.kube.guarded import HTTP_CONFLICT, HTTP_NOT_FOUND
 
 log = logging.getLogger(__name__)

@@ -18,9 +18,9 @@ from akri import naming
 from akri.api import Instance
 from akri.api.pool import view
 from akri.controller.brokers import COMPONENT
-from akri.controller.calls import call
 from akri.controller.context import NODE, Context
 from akri.controller.nodes import NodeWatch
+from akri.kube.calls import call
 from akri.kube.events import record_event
 from akri.kube.guarded import (
     HTTP_CONFLICT,

@@ -7,8 +7,8 @@ import logging
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri.controller.builders import built_hash, updated_service
-from akri.controller.calls import call
 from akri.controller.context import Context, owned_by
+from akri.kube.calls import call
 from akri.kube.guarded import HTTP_CONFLICT, HTTP_NOT_FOUND
 from akri.kube.reflector import Object
 

@@ -9,7 +9,6 @@ copy are delivered as ordinary events, so a handler never misses a deletion.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
@@ -19,6 +18,7 @@ from kubernetes_asyncio import watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri.backoff import Backoff
+from akri.kube.calls import call
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +81,7 @@ class Reflector:
             try:
                 if self._resource_version is None:
                     self._resource_version = await self._relist()
+                    self._backoff.reset()
                 await self._watch()
                 self._backoff.reset()
             except ApiException as error:
@@ -98,8 +99,7 @@ class Reflector:
         await asyncio.sleep(delay)
 
     async def _relist(self) -> str:
-        response = await self._list(_preload_content=False, **self._options)
-        body = json.loads(await response.read())
+        body = await call(self._list, **self._options)
         fresh = {object_key(obj): obj for obj in body.get("items", [])}
         for key in self.objects.keys() - fresh.keys():
             await self._apply("DELETED", self.objects[key])

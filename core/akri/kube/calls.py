@@ -2,7 +2,8 @@
 
 kubernetes-asyncio would otherwise build (and the controller take apart again) a typed model
 per object; for thousands of broker Pods that is most of the client's time. With
-`_preload_content=False` the client no longer raises on an error status, so this does.
+`_preload_content=False` the client no longer raises on an error status, so this does (the
+reflector relies on it: a Status read as an empty list would delete every object it knows).
 """
 
 from __future__ import annotations
