@@ -21,7 +21,7 @@ import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from akri.controller.calls import call
+from akri.kube.calls import call
 from akri.kube.reflector import EventType, Handler, Key, Object, Reflector, object_key
 from akri.sim.workloads import plan
 
