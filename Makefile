@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 SOURCES = $(wildcard core sim agent controller discovery-handlers tests bench)
 PYTEST_ARGS ?=
 
-.PHONY: image install sim test test-slow lint types imports pytest umockdev format protos crds bench report clean
+.PHONY: image install sim test test-slow lint types imports pytest umockdev format protos crds bench report soak clean
 
 ROOTS := core sim agent controller discovery-handlers
 
@@ -76,7 +76,7 @@ crds: $(STAMP)
 bench: $(STAMP)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
-# Every benchmark, into one table in docs/performance.md.
+# Every benchmark and the soak smoke run, into one table in docs/performance.md.
 report: $(STAMP)
 	$(BIN)/python bench/report.py
 
@@ -85,6 +85,11 @@ IMAGE ?= ghcr.io/akri-py/akri-py:dev
 image:
 	@engine=$$(command -v docker || command -v podman) || { echo "make image: no docker or podman here"; exit 1; }; \
 	$$engine build -t $(IMAGE) .
+
+# The chaos soak on an 8-node simulated cluster; SOAK_SEED=<n> replays a run exactly.
+SOAK_SECONDS ?= 600
+soak: $(STAMP)
+	$(BIN)/python -m akri.sim.soak --seconds $(SOAK_SECONDS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis

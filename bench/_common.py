@@ -34,6 +34,7 @@ from akri.api import Instance, crd_definitions
 from akri.sim.apiserver import ApiServer
 from akri.sim.apiserver.faults import FaultRule
 from akri.sim.kubelet import Kubelet
+from akri.sim.manifests import debug_echo_configuration
 from akri.sim.report import Row, row_line
 
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete")
@@ -233,18 +234,7 @@ async def create_configuration(
     api: client.ApiClient, name: str, descriptions: Sequence[str], capacity: int
 ) -> None:
     """A debugEcho Configuration discovering one device per description."""
-    body = {
-        "apiVersion": naming.API_VERSION,
-        "kind": "Configuration",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {
-            "discoveryHandler": {
-                "name": "debugEcho",
-                "discoveryDetails": f"descriptions: [{', '.join(descriptions)}]",
-            },
-            "capacity": capacity,
-        },
-    }
+    body = debug_echo_configuration(name, descriptions, capacity, namespace=NAMESPACE)
     await client.CustomObjectsApi(api).create_namespaced_custom_object(
         naming.GROUP, naming.VERSION, NAMESPACE, "configurations", body
     )

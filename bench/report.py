@@ -1,11 +1,11 @@
-"""`make report`: run every benchmark, write docs/performance.md.
+"""`make report`: run every benchmark and the soak smoke run, write docs/performance.md.
 
 Each program prints its rows as `report: {json}` lines (`akri.sim.report`); their other output
 is passed through so a person sees progress. The page records when and on what machine the
 numbers were taken (CPU count and load, since the machine may be shared), and a program that
 failed or printed no rows shows as such in the table; the command then exits 1.
 
-Run: `python bench/report.py [--output docs/performance.md]`.
+Run: `python bench/report.py [--output docs/performance.md] [--soak-seconds 60]`.
 """
 
 from __future__ import annotations
@@ -60,8 +60,9 @@ def page(outcomes: list[Outcome], began: datetime, loads: tuple[str, str]) -> st
         [
             "# Performance",
             "",
-            "Written by `make report` (`bench/report.py`), which runs every benchmark in `bench/`;",
-            "do not edit by hand. Targets are shown, never asserted:",
+            "Written by `make report` (`bench/report.py`), which runs every benchmark in `bench/`",
+            "and a soak smoke run (`make soak` runs the long one); do not edit by hand. Targets",
+            "are shown, never asserted:",
             "the tests check behaviour, these numbers measure it.",
             "",
             f"- taken {began:%Y-%m-%d %H:%M} UTC on {os.cpu_count()} CPUs; load average "
@@ -80,11 +81,14 @@ def load_average() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "performance.md")
+    parser.add_argument("--soak-seconds", type=int, default=60)
     args = parser.parse_args()
     began, start_load = datetime.now(UTC), load_average()
     outcomes = [
         run(path.stem, [sys.executable, str(path)]) for path in sorted(BENCH.glob("bench_*.py"))
     ]
+    soak = [sys.executable, "-m", "akri.sim.soak", "--seconds", str(args.soak_seconds)]
+    outcomes.append(run("soak", soak))
     args.output.write_text(page(outcomes, began, (start_load, load_average())))
     print(f"wrote {args.output}")
     return 0 if all(o.exit_code == 0 for o in outcomes) else 1

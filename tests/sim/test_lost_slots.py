@@ -16,7 +16,8 @@ import pytest
 
 from akri import naming
 from akri.sim.cluster import Cluster
-from tests.sim.users import User, advertised, pod
+from akri.sim.manifests import pod
+from tests.sim.users import User, advertised
 from tests.support import eventually
 
 CFG = "cfg"

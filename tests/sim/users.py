@@ -16,20 +16,6 @@ from akri.sim.manifests import apply_documents
 from tests.support import eventually
 
 
-def pod(name: str, node: str, resource: str, count: int, *, init: bool = False) -> dict[str, Any]:
-    def container(container_name: str) -> dict[str, Any]:
-        limits = {naming.resource_name(resource): str(count)}
-        return {"name": container_name, "image": "busybox", "resources": {"limits": limits}}
-
-    spec: dict[str, Any] = {
-        "containers": [container("app")],
-        "nodeSelector": {"kubernetes.io/hostname": node},
-    }
-    if init:
-        spec["initContainers"] = [container("init")]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
-
-
 class User:
     """What a user does and sees, through the API."""
 

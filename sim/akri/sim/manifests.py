@@ -1,4 +1,6 @@
-"""Apply YAML manifests the way `kubectl create -f` would: any kind the API server serves."""
+"""Apply YAML manifests the way `kubectl create -f` would: any kind the API server serves; and
+the manifests the simulated cluster's users write most (a debugEcho Configuration, a pod
+asking for akri resources)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from typing import Any
 import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.dynamic import DynamicClient
+
+from akri import naming
 
 
 def load_documents(paths: Iterable[Path]) -> list[dict[str, Any]]:
@@ -40,3 +44,43 @@ async def apply_documents(
         await dynamic.create(resource, body=document, namespace=namespace)
         created.append(f"{document['kind'].lower()}/{document['metadata']['name']}")
     return created
+
+
+def debug_echo_configuration(
+    name: str,
+    descriptions: Iterable[str],
+    capacity: int,
+    *,
+    namespace: str = "default",
+    **spec: Any,
+) -> dict[str, Any]:
+    """A debugEcho Configuration discovering one device per description; `spec` adds fields
+    (e.g. uniqueDevices=False)."""
+    details = f"descriptions: [{', '.join(descriptions)}]"
+    return {
+        "apiVersion": naming.API_VERSION,
+        "kind": "Configuration",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "discoveryHandler": {"name": "debugEcho", "discoveryDetails": details},
+            "capacity": capacity,
+            **spec,
+        },
+    }
+
+
+def pod(name: str, node: str, resource: str, count: int, *, init: bool = False) -> dict[str, Any]:
+    """A pod pinned to `node` whose container (and init container) asks for `count` of
+    `akri.sh/<resource>`."""
+
+    def container(container_name: str) -> dict[str, Any]:
+        limits = {naming.resource_name(resource): str(count)}
+        return {"name": container_name, "image": "busybox", "resources": {"limits": limits}}
+
+    spec: dict[str, Any] = {
+        "containers": [container("app")],
+        "nodeSelector": {"kubernetes.io/hostname": node},
+    }
+    if init:
+        spec["initContainers"] = [container("init")]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}

@@ -113,14 +113,19 @@ class Checker:
     _first_use: dict[tuple[str, str], float] = field(default_factory=dict)
     _capacities: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
     _crashes: set[str] = field(default_factory=set)
-    converged: bool = False
-    """Whether the last snapshot had no problem at all, bounded or not."""
+    current: dict[tuple[str, ...], str | None] = field(default_factory=dict)
+    """The problems of the last snapshot, bounded or not, with the node each waits on."""
+
+    @property
+    def converged(self) -> bool:
+        """Whether the last snapshot had no problem at all."""
+        return not self.current
 
     def check(self, snapshot: Snapshot) -> list[Violation]:
         """The violations that `snapshot` newly shows."""
         self.checks += 1
         problems = list(self._problems(snapshot))
-        self.converged = not problems
+        self.current = {(p.rule, *p.key): p.node for p in problems}
         found = []
         current = set()
         for problem in problems:
