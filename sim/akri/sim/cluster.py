@@ -27,7 +27,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from akri.agent.agent import Agent
 from akri.agent.settings import AgentSettings
 from akri.api import crd_definitions
-from akri.controller.calls import call
+from akri.kube.calls import call
 from akri.controller.context import Tuning
 from akri.controller.controller import Controller
 from akri.discovery_handlers.debug_echo import DebugEcho
