@@ -27,11 +27,11 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from akri.agent.agent import Agent
 from akri.agent.settings import AgentSettings
 from akri.api import crd_definitions
-from akri.kube.calls import call
 from akri.controller.context import Tuning
 from akri.controller.controller import Controller
 from akri.discovery_handlers.debug_echo import DebugEcho
 from akri.dra.mode import Mode
+from akri.kube.calls import call
 from akri.service import Service
 from akri.sim.apiserver import ApiServer, errors
 from akri.sim.apiserver.tls import Pki
