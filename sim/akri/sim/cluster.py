@@ -41,7 +41,7 @@ from akri.sim.kubelet.runtime.pod import NodeHost, RuntimeSettings
 from akri.sim.kubelet.runtime.processes import Processes
 from akri.sim.kubelet.runtime.spec import DEFAULT_SIM_IMAGE, SIM_IMAGE_ENV
 from akri.sim.scheduler import Scheduler
-from akri.sim.workloads.controllers import WorkloadControllers
+from akri.sim.workloads.controllers import DisruptionController, WorkloadControllers
 
 log = logging.getLogger(__name__)
 
@@ -216,6 +216,7 @@ class Cluster(Service):
         self.server.log_source = functools.partial(_pod_log, bridges)
         self._spawn(Scheduler(self._client).run(), "scheduler")
         self._spawn(WorkloadControllers(self._client).run(), "workload-controllers")
+        self._spawn(DisruptionController(self._client).run(), "disruption-controller")
         if self._controller is not None:
             tuning = dataclasses.replace(self._controller, mode=self.mode)
             self._spawn(Controller(self._client, tuning).run(), "controller")

@@ -1,5 +1,5 @@
-"""The DaemonSet, ReplicaSet and Deployment controllers of the simulated control plane (and the
-service-account controller's `default` ServiceAccount in every namespace).
+"""The DaemonSet, ReplicaSet, Deployment and disruption controllers of the simulated control plane
+(and the service-account controller's `default` ServiceAccount in every namespace).
 
 Level-triggered like kube-controller-manager's: watches mark objects dirty (a pod marks its
 controlling owner, a ReplicaSet its Deployment, a Node every DaemonSet), and each dirty object
@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
-from typing import Final
+from typing import Final, Generic, TypeVar
 
 import aiohttp
 from kubernetes_asyncio import client
@@ -23,7 +23,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri.kube.calls import call
 from akri.kube.reflector import EventType, Handler, Key, Object, Reflector, object_key
-from akri.sim.workloads import plan
+from akri.sim.workloads import disruption, plan
 
 log = logging.getLogger(__name__)
 
@@ -78,12 +78,48 @@ def _at_least(cache: dict[Key, Object], key: Key, revision: int) -> Callable[[],
     return lambda: key in cache and _revision(cache[key]) >= revision
 
 
+Work = TypeVar("Work", bound=tuple[str, ...])
+
+
+class _WorkQueue(Generic[Work]):
+    """Marked items, each reconciled once per wake; one that failed on the API is retried later."""
+
+    def __init__(self, reconcile: Callable[[Work], Awaitable[None]]) -> None:
+        self._reconcile = reconcile
+        self._dirty: set[Work] = set()
+        self._wake = asyncio.Event()
+
+    def mark(self, item: Work) -> None:
+        self._dirty.add(item)
+        self._wake.set()
+
+    async def serve(self, *reflectors: Reflector) -> None:
+        """Run the reflectors, and reconcile once they have all listed."""
+        async with asyncio.TaskGroup() as tasks:
+            for reflector in reflectors:
+                tasks.create_task(reflector.run())
+            for reflector in reflectors:
+                await reflector.synced.wait()
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                dirty, self._dirty = self._dirty, set()
+                for item in sorted(dirty):
+                    try:
+                        await self._reconcile(item)
+                    except _API_ERRORS as error:
+                        log.warning("%s not reconciled: %s", "/".join(item), error)
+                        asyncio.get_running_loop().call_later(RETRY_S, self.mark, item)
+
+
 class WorkloadControllers:
     """Runs until cancelled: `asyncio.create_task(WorkloadControllers(api).run())`."""
 
     def __init__(self, api_client: client.ApiClient) -> None:
         self._apps = client.AppsV1Api(api_client)
         self._core = client.CoreV1Api(api_client)
+        self._queue = _WorkQueue[Item](self._reconcile)
+        self._mark = self._queue.mark
         self._daemonsets = Reflector(
             self._apps.list_daemon_set_for_all_namespaces, self._marker("DaemonSet")
         )
@@ -99,36 +135,15 @@ class WorkloadControllers:
         self._owned: dict[str, dict[Key, Object]] = {}
         """Controller uid -> the pods (or ReplicaSets) it controls."""
         self._owner_of: dict[Key, str] = {}
-        self._dirty: set[Item] = set()
-        self._wake = asyncio.Event()
         self._expectations = _Expectations()
 
     async def run(self) -> None:
-        reflectors = (
+        await self._queue.serve(
             self._daemonsets, self._deployments, self._replicasets, self._pods, self._nodes,
             self._namespaces,
         )  # fmt: skip
-        async with asyncio.TaskGroup() as tasks:
-            for reflector in reflectors:
-                tasks.create_task(reflector.run())
-            for reflector in reflectors:
-                await reflector.synced.wait()
-            while True:
-                await self._wake.wait()
-                self._wake.clear()
-                dirty, self._dirty = self._dirty, set()
-                for item in sorted(dirty):
-                    try:
-                        await self._reconcile(item)
-                    except _API_ERRORS as error:
-                        log.warning("%s %s/%s not reconciled: %s", *item, error)
-                        asyncio.get_running_loop().call_later(RETRY_S, self._mark, item)
 
     # --- events ----------------------------------------------------------------------------
-
-    def _mark(self, item: Item) -> None:
-        self._dirty.add(item)
-        self._wake.set()
 
     def _marker(self, kind: str) -> Handler:
         async def changed(_event: EventType, obj: Object) -> None:
@@ -183,9 +198,11 @@ class WorkloadControllers:
             "ReplicaSet": self._replicasets,
             "Deployment": self._deployments,
         }[kind].objects
-        obj = cache.get((namespace, name))
-        if obj is None or obj["metadata"].get("deletionTimestamp"):
+        cached = cache.get((namespace, name))
+        if cached is None or cached["metadata"].get("deletionTimestamp"):
             return
+        # listed objects carry no apiVersion/kind (watched ones do); owner references need both
+        obj = {**cached, "apiVersion": "apps/v1", "kind": kind}
         if not self._expectations.settled(item):
             return
         owned = list(self._owned.get(obj["metadata"]["uid"], {}).values())
@@ -295,6 +312,55 @@ class WorkloadControllers:
         self._expectations.expect(
             item, _at_least(self._replicasets.objects, object_key(replicaset), written)
         )
+
+
+class DisruptionController:
+    """Keeps every PodDisruptionBudget's status current with `disruption.budget_status`.
+
+    A pod change marks the budgets of its namespace; each marked budget is recomputed from the
+    caches and its status written only when it changed.
+    """
+
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self._policy = client.PolicyV1Api(api_client)
+        core = client.CoreV1Api(api_client)
+        self._queue = _WorkQueue[Key](self._sync)
+        self._mark = self._queue.mark
+        self._budgets = Reflector(
+            self._policy.list_pod_disruption_budget_for_all_namespaces, self._budget_changed
+        )
+        self._pods = Reflector(core.list_pod_for_all_namespaces, self._pod_changed)
+
+    async def run(self) -> None:
+        await self._queue.serve(self._budgets, self._pods)
+
+    async def _budget_changed(self, event: EventType, budget: Object) -> None:
+        if event != "DELETED":
+            self._mark(object_key(budget))
+
+    async def _pod_changed(self, _event: EventType, pod: Object) -> None:
+        namespace = pod["metadata"].get("namespace")
+        for key in self._budgets.objects:
+            if key[0] == namespace:
+                self._mark(key)
+
+    async def _sync(self, key: Key) -> None:
+        budget = self._budgets.objects.get(key)
+        if budget is None or budget["metadata"].get("deletionTimestamp"):
+            return
+        status = disruption.budget_status(budget, self._pods.objects.values(), _now())
+        if status == (budget.get("status") or {}):
+            return
+        try:
+            await call(
+                self._policy.patch_namespaced_pod_disruption_budget_status,
+                key[1],
+                key[0],
+                {"status": status},
+            )
+        except ApiException as error:
+            if error.status != 404:
+                raise
 
 
 def _keep_transition_times(old: list[Object], new: list[plan.JSON]) -> list[plan.JSON]:
