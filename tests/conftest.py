@@ -59,8 +59,12 @@ def _child_pids() -> set[int]:
 def _wait_until_clean(leftovers: Callable[[], set[T]]) -> set[T]:
     deadline = time.monotonic() + LEAK_DEADLINE_S
     while (remaining := leftovers()) and time.monotonic() < deadline:
+        # grpc.aio keeps its poller thread and wake-up sockets while any channel or server
+        # object is alive, even a closed one; aborted RPCs and tracebacks leave such objects
+        # in reference cycles that only the cyclic collector frees. Collected only while
+        # something is left: a collection per test would cost minutes over the suite.
+        gc.collect()
         time.sleep(0.02)
-        gc.collect()  # what holds a grpc.aio poller may only now have become garbage
     return remaining
 
 
@@ -75,10 +79,6 @@ def no_leaked_threads_processes_or_sockets(caplog: pytest.LogCaptureFixture) -> 
     for when in ("setup", "call"):
         for record in caplog.get_records(when):
             record.exc_info = None
-    # grpc.aio keeps its poller thread and wake-up sockets while any channel or server object
-    # is alive, even a closed one; aborted RPCs and tracebacks leave such objects in reference
-    # cycles that only the cyclic collector frees (so the wait below collects as it polls).
-    gc.collect()
     leaked_threads = _wait_until_clean(
         lambda: {t for t in threading.enumerate() if t not in threads and t.is_alive()}
     )
