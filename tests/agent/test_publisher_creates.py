@@ -39,10 +39,11 @@ async def test_throttling_and_errors_lose_no_instance_and_write_each_once(
     cache = InstanceCache(cluster.api, creates=Pipeline(backoff=quick))
     devices = [Device(f"dev{i}") for i in range(DEVICES)]
     expected = {naming.instance_name("cam", d.id, NODE) for d in devices}
+    # The first rule that answers wins: the 500s come first, so a 429 never hides one.
+    failing = apiserver.faults.add(verb="create", resource="instances", status=500, count=2)
     throttled = apiserver.faults.add(
         verb="create", resource="instances", status=429, probability=0.3
     )
-    failing = apiserver.faults.add(verb="create", resource="instances", status=500, count=2)
     creates = apiserver.faults.add(FaultRule(verb="create", resource="instances"))
     other_writes = [
         apiserver.faults.add(FaultRule(verb=verb, resource="instances"))
