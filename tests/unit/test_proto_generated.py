@@ -12,6 +12,9 @@ from google.protobuf.descriptor import FieldDescriptor
 from akri.proto import generate
 from akri.proto.deviceplugin.v1beta1 import api_pb2 as deviceplugin
 from akri.proto.discovery.v0 import discovery_pb2 as discovery
+from akri.proto.dra.v1 import api_pb2 as dra
+from akri.proto.drahealth.v1alpha1 import api_pb2 as drahealth
+from akri.proto.pluginregistration.v1 import api_pb2 as pluginregistration
 from akri.proto.podresources.v1 import api_pb2 as podresources
 
 
@@ -45,6 +48,17 @@ def test_generated_code_matches_the_proto_sources(tmp_path: Path) -> None:
         (podresources, "v1.PodResourcesLister", ["List", "GetAllocatableResources", "Get"]),
         (discovery, "v0.Registration", ["RegisterDiscoveryHandler"]),
         (discovery, "v0.DiscoveryHandler", ["Discover"]),
+        (
+            dra,
+            "k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin",
+            ["NodePrepareResources", "NodeUnprepareResources"],
+        ),
+        (drahealth, "v1alpha1.DRAResourceHealth", ["NodeWatchResources"]),
+        (
+            pluginregistration,
+            "pluginregistration.Registration",
+            ["GetInfo", "NotifyRegistrationStatus"],
+        ),
     ],
 )
 def test_services_have_the_exact_method_paths(
@@ -62,6 +76,9 @@ def test_services_have_the_exact_method_paths(
         ("v1beta1.DevicePlugin.ListAndWatch", True),
         ("v1beta1.DevicePlugin.Allocate", False),
         ("v0.DiscoveryHandler.Discover", True),
+        ("k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin.NodePrepareResources", False),
+        ("v1alpha1.DRAResourceHealth.NodeWatchResources", True),
+        ("pluginregistration.Registration.GetInfo", False),
     ],
 )
 def test_streaming_shape(method: str, server_streaming: bool) -> None:
@@ -124,6 +141,34 @@ FIELDS = [
     ("v0.Device", "properties", 2, True),
     ("v0.Device", "mounts", 3, True),
     ("v0.Device", "device_specs", 4, True),
+    ("pluginregistration.PluginInfo", "type", 1, False),
+    ("pluginregistration.PluginInfo", "name", 2, False),
+    ("pluginregistration.PluginInfo", "endpoint", 3, False),
+    ("pluginregistration.PluginInfo", "supported_versions", 4, True),
+    ("pluginregistration.RegistrationStatus", "plugin_registered", 1, False),
+    ("pluginregistration.RegistrationStatus", "error", 2, False),
+    ("k8s.io.kubelet.pkg.apis.dra.v1.NodePrepareResourcesRequest", "claims", 1, True),
+    ("k8s.io.kubelet.pkg.apis.dra.v1.NodePrepareResourcesResponse", "claims", 1, True),
+    ("k8s.io.kubelet.pkg.apis.dra.v1.NodePrepareResourceResponse", "devices", 1, True),
+    ("k8s.io.kubelet.pkg.apis.dra.v1.NodePrepareResourceResponse", "error", 2, False),
+    ("k8s.io.kubelet.pkg.apis.dra.v1.Device", "request_names", 1, True),
+    ("k8s.io.kubelet.pkg.apis.dra.v1.Device", "pool_name", 2, False),
+    ("k8s.io.kubelet.pkg.apis.dra.v1.Device", "device_name", 3, False),
+    ("k8s.io.kubelet.pkg.apis.dra.v1.Device", "cdi_device_ids", 4, True),
+    ("k8s.io.kubelet.pkg.apis.dra.v1.Device", "share_id", 5, False),
+    ("k8s.io.kubelet.pkg.apis.dra.v1.NodeUnprepareResourcesResponse", "claims", 1, True),
+    ("k8s.io.kubelet.pkg.apis.dra.v1.NodeUnprepareResourceResponse", "error", 1, False),
+    ("k8s.io.kubelet.pkg.apis.dra.v1.Claim", "namespace", 1, False),
+    ("k8s.io.kubelet.pkg.apis.dra.v1.Claim", "uid", 2, False),
+    ("k8s.io.kubelet.pkg.apis.dra.v1.Claim", "name", 3, False),
+    ("v1alpha1.NodeWatchResourcesResponse", "devices", 1, True),
+    ("v1alpha1.DeviceIdentifier", "pool_name", 1, False),
+    ("v1alpha1.DeviceIdentifier", "device_name", 2, False),
+    ("v1alpha1.DeviceHealth", "device", 1, False),
+    ("v1alpha1.DeviceHealth", "health", 2, False),
+    ("v1alpha1.DeviceHealth", "last_updated_time", 3, False),
+    ("v1alpha1.DeviceHealth", "health_check_timeout_seconds", 4, False),
+    ("v1alpha1.DeviceHealth", "message", 5, False),
 ]
 
 
@@ -152,3 +197,14 @@ def test_same_named_messages_of_the_three_packages_coexist() -> None:
     assert deviceplugin.TopologyInfo.DESCRIPTOR.full_name == "v1beta1.TopologyInfo"
     assert podresources.TopologyInfo.DESCRIPTOR.full_name == "v1.TopologyInfo"
     assert deviceplugin.Mount.DESCRIPTOR.full_name != discovery.Mount.DESCRIPTOR.full_name
+
+
+def test_dra_share_id_is_optional_and_health_values_match_the_kubelet() -> None:
+    assert dra.Device().HasField("share_id") is False
+    assert dra.Device(share_id="").HasField("share_id") is True
+    status = drahealth.HealthStatus
+    assert (status.Value("UNKNOWN"), status.Value("HEALTHY"), status.Value("UNHEALTHY")) == (
+        0,
+        1,
+        2,
+    )

@@ -3,7 +3,8 @@
 Generated code is checked in so that a fresh clone imports without a build step; a test
 regenerates into a temporary directory and fails on any drift. Protos are compiled with the
 source root (`core/`) as include path, so generated imports are absolute (`akri.proto...`)
-while the protobuf packages stay `v1beta1`, `v1` and `v0` as the wire protocols require.
+while the protobuf packages stay as the wire protocols require (`v1beta1`, `v1`, `v0`,
+`k8s.io.kubelet.pkg.apis.dra.v1`, `v1alpha1`, `pluginregistration`).
 
 Usage: `python -m akri.proto.generate [--out DIR]` (default: in place, i.e. `make protos`).
 """

@@ -1,0 +1,1 @@
+"""The kubelet DRA plugin API, served by DRA drivers on each node."""

@@ -1,0 +1,1 @@
+"""Version v1 (Kubernetes >= 1.34)."""

@@ -1,0 +1,1 @@
+"""Version v1alpha1, the one Kubernetes 1.36 kubelets ask for."""

@@ -1,0 +1,1 @@
+"""The kubelet plugin watcher's registration API (CSI, device and DRA plugins)."""

@@ -1,0 +1,1 @@
+"""Version v1, the only one kubelets serve."""

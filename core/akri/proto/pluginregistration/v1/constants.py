@@ -1,0 +1,12 @@
+"""Constants of the plugin registration API that live in Go code, not in the .proto file."""
+
+from __future__ import annotations
+
+from typing import Final
+
+CSI_PLUGIN: Final = "CSIPlugin"
+DEVICE_PLUGIN: Final = "DevicePlugin"
+DRA_PLUGIN: Final = "DRAPlugin"
+"""`PluginInfo.type` values the kubelet has handlers for."""
+PLUGINS_REGISTRY_PATH: Final = "/var/lib/kubelet/plugins_registry/"
+"""The directory the kubelet's plugin watcher watches for registration sockets."""
