@@ -7,6 +7,7 @@ Each client runs in a fresh interpreter that measures importing the handler's de
 (time, and the process's resident memory after it), then inspects one fake camera with
 credentials (5 SOAP calls: clock, network interfaces, media service, profiles, stream URI)
 `--rounds` times; the library's first inspection also parses the WSDLs, shown apart.
+The rows also go to `make report` (docs/performance.md), prefixed by the client's name.
 
     .venv/bin/python bench/bench_onvif_client.py [--rounds 200]
 """
@@ -137,17 +138,19 @@ def main() -> None:
         worker(args.worker, args.rounds)
         return
     # Only here: the workers must not import the harness (the API emulator...) before measuring.
-    from _common import latencies_ms, percentile, table
+    from _common import Section, finish, latencies_ms, percentile
 
+    began, load_before = time.monotonic(), os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as folder:
         old_commit = _old_sources(Path(folder))
         runs = {
-            f"old client ({old_commit})": _run(
+            ("old client", old_commit): _run(
                 "old", args.rounds, [str(Path(folder, r)) for r in SOURCE_ROOTS]
             ),
-            "onvif-zeep-async": _run("library", args.rounds, []),
+            ("onvif-zeep-async", ""): _run("library", args.rounds, []),
         }
-    for name, run in runs.items():
+    sections = []
+    for (name, commit), run in runs.items():
         samples = run["samples"]
         rows = [
             ("import of the device module", f"{run['import_s'] * 1000:.0f} ms"),
@@ -160,8 +163,9 @@ def main() -> None:
             (f"inspection ({run['calls']} calls) p50/p99/max", latencies_ms(samples)),
             ("per call p50", f"{percentile(samples, 50) / run['calls'] * 1000:.2f} ms"),
         ]
-        print(table(rows, title=f"{name}, {len(samples)} inspections of one fake camera"))
-        print()
+        title = f"{name}{f' ({commit})' if commit else ''}, {len(samples)} inspections"
+        sections.append(Section(f"{title} of one fake camera", rows, f"{name}: "))
+    finish(sections, began, load_before)
 
 
 if __name__ == "__main__":
