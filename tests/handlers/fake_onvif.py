@@ -34,6 +34,13 @@ MEDIA = "http://www.onvif.org/ver10/media/wsdl"
 MEDIA2 = "http://www.onvif.org/ver20/media/wsdl"
 OPEN_OPERATIONS = {"GetSystemDateAndTime"}
 TOKEN_FRESHNESS = timedelta(seconds=30)
+INFORMATION = {
+    "Manufacturer": "Acme Optics",
+    "Model": "C-100",
+    "FirmwareVersion": "2.4.1",
+    "SerialNumber": "SN0042",
+    "HardwareId": "hw-7",
+}
 
 
 def free_udp_port() -> int:
@@ -95,6 +102,7 @@ class FakeCamera:
         self.called: list[tuple[str, str]] = []  # (service namespace, operation)
         self.unsupported: set[str] = set()  # operations answered with an ActionNotSupported fault
         self.refused: list[str] = []  # operations refused for want of a valid token
+        self.information = dict(INFORMATION)  # GetDeviceInformation: element -> raw XML text
         self._port = port
         self._username, self._password, self._mac = username, password, mac
         self._streams = dict(streams or {"main_1": "rtsp://127.0.0.1:554/main"})
@@ -266,6 +274,9 @@ class FakeCamera:
                 f"</tt:Year><tt:Month>{now.month}</tt:Month><tt:Day>{now.day}</tt:Day></tt:Date>"
                 "</tt:UTCDateTime></tds:SystemDateAndTime></tds:GetSystemDateAndTimeResponse>"
             )
+        if name == "GetDeviceInformation":
+            fields = "".join(f"<tds:{k}>{v}</tds:{k}>" for k, v in self.information.items())
+            return f"<tds:GetDeviceInformationResponse>{fields}</tds:GetDeviceInformationResponse>"
         if name == "GetNetworkInterfaces":
             return (
                 '<tds:GetNetworkInterfacesResponse><tds:NetworkInterfaces token="eth0">'

@@ -31,7 +31,10 @@ def test_defaults_are_akris() -> None:
 
 
 def test_device_id_and_properties() -> None:
-    camera = Camera(URL, "abc", "AA:BB", {"Main Stream": "rtsp://a", "sub": "rtsp://b"})
+    information = {"MANUFACTURER": "Acme", "SERIAL_NUMBER": "42"}
+    camera = Camera(
+        URL, "abc", "AA:BB", {"Main Stream": "rtsp://a", "sub": "rtsp://b"}, information
+    )
     result = device(camera)
     assert result.id == f"{URL}-abc"
     assert result.properties == {
@@ -39,9 +42,34 @@ def test_device_id_and_properties() -> None:
         "ONVIF_DEVICE_UUID": "abc",
         "ONVIF_DEVICE_IP_ADDRESS": "10.0.0.5",
         "ONVIF_DEVICE_MAC_ADDRESS": "AA:BB",
+        "ONVIF_DEVICE_MANUFACTURER": "Acme",
+        "ONVIF_DEVICE_SERIAL_NUMBER": "42",
         "ONVIF_DEVICE_STREAM_URI_MAIN_STREAM": "rtsp://a",
         "ONVIF_DEVICE_STREAM_URI_SUB": "rtsp://b",
     }
+
+
+@pytest.mark.parametrize(
+    ("given", "kept"),
+    [
+        ("  Acme Optics ", "Acme Optics"),
+        ("Acme\r\nX-Injected: 1", "Acme X-Injected: 1"),  # no line breaks reach an env var
+        ("a\tb\u2028c\u200bd\x85e", "a b c d e"),  # tabs, separators, format characters
+        ("\n \t", None),
+        ("x" * 10_000, "x" * answers.MAX_LABEL),
+        ("y" * (answers.MAX_LABEL - 1) + " z", "y" * (answers.MAX_LABEL - 1)),
+        (42, None),
+        (None, None),
+    ],
+)
+def test_camera_labels_are_printable_one_line_and_bounded(given: object, kept: str | None) -> None:
+    assert answers.label(given) == kept
+
+
+def test_device_information_keeps_what_the_camera_told() -> None:
+    answer = ns(Manufacturer="Acme", Model=" ", FirmwareVersion="1.0", SerialNumber=None)
+    assert answers.device_information(answer) == {"MANUFACTURER": "Acme", "FIRMWARE_VERSION": "1.0"}
+    assert answers.device_information(None) == {}
 
 
 @pytest.mark.parametrize(

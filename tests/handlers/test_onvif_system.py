@@ -71,11 +71,66 @@ async def test_a_camera_is_found_with_akri_id_and_properties(port: int, camera: 
     assert camera.operations == ["GetSystemDateAndTime"]
 
 
-async def test_credentials_add_mac_and_stream_uris(port: int, camera: FakeCamera) -> None:
+async def test_credentials_add_what_the_camera_is_its_mac_and_stream_uris(
+    port: int, camera: FakeCamera
+) -> None:
     async with aclosing(discover(port, ONCE, CREDENTIALS)) as lists:
         (device,) = await next_list(lists)
+    assert device.properties == {
+        "ONVIF_DEVICE_SERVICE_URL": camera.xaddr,
+        "ONVIF_DEVICE_UUID": UUID,
+        "ONVIF_DEVICE_IP_ADDRESS": LOOPBACK,
+        "ONVIF_DEVICE_MAC_ADDRESS": "00:11:22:AA:BB:CC",
+        "ONVIF_DEVICE_MANUFACTURER": "Acme Optics",
+        "ONVIF_DEVICE_MODEL": "C-100",
+        "ONVIF_DEVICE_FIRMWARE_VERSION": "2.4.1",
+        "ONVIF_DEVICE_SERIAL_NUMBER": "SN0042",
+        "ONVIF_DEVICE_HARDWARE_ID": "hw-7",
+        "ONVIF_DEVICE_STREAM_URI_MAIN_1": "rtsp://127.0.0.1:554/main",
+    }
+    assert camera.refused == []
+
+
+async def test_hostile_device_information_is_cleaned_or_left_out(
+    port: int, camera: FakeCamera
+) -> None:
+    camera.information = {
+        "Manufacturer": "Acme&#13;&#10;X-Injected: yes&#x2028;",  # line breaks, as XML allows
+        "Model": "M" * 200_000,  # under the 1 MiB answer cap, far over a label's
+        "FirmwareVersion": "&#9; ",
+        "SerialNumber": "&lt;script&gt;",
+    }
+    async with aclosing(discover(port, ONCE, CREDENTIALS)) as lists:
+        (device,) = await next_list(lists)
+    shown = {k: v for k, v in device.properties.items() if k.startswith("ONVIF_DEVICE_")}
+    assert shown["ONVIF_DEVICE_MANUFACTURER"] == "Acme X-Injected: yes"
+    assert shown["ONVIF_DEVICE_MODEL"] == "M" * 128
+    assert shown["ONVIF_DEVICE_SERIAL_NUMBER"] == "<script>"
+    assert "ONVIF_DEVICE_FIRMWARE_VERSION" not in shown
+    assert "ONVIF_DEVICE_HARDWARE_ID" not in shown
+    assert shown["ONVIF_DEVICE_STREAM_URI_MAIN_1"] == "rtsp://127.0.0.1:554/main"
+
+
+@pytest.mark.parametrize(
+    ("unsupported", "unreadable"),
+    [({"GetDeviceInformation"}, None), (set(), "&#27;not XML 1.0")],
+)
+async def test_a_camera_without_device_information_still_gives_mac_and_streams(
+    port: int,
+    camera: FakeCamera,
+    caplog: pytest.LogCaptureFixture,
+    unsupported: set[str],
+    unreadable: str | None,
+) -> None:
+    camera.unsupported = unsupported
+    if unreadable is not None:
+        camera.information["Model"] = unreadable
+    async with aclosing(discover(port, ONCE, CREDENTIALS)) as lists:
+        (device,) = await next_list(lists)
+    assert not any(k.endswith(("MANUFACTURER", "MODEL")) for k in device.properties)
     assert device.properties["ONVIF_DEVICE_MAC_ADDRESS"] == "00:11:22:AA:BB:CC"
     assert device.properties["ONVIF_DEVICE_STREAM_URI_MAIN_1"] == "rtsp://127.0.0.1:554/main"
+    assert "no device information" in caplog.text
 
 
 async def test_a_camera_whose_clock_is_ten_minutes_off_accepts_our_tokens(port: int) -> None:

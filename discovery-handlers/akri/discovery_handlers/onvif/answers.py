@@ -9,6 +9,19 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+MAX_LABEL = 128
+"""Characters kept of a camera's self-description: real ones are short, the schema sets no bound,
+and each becomes an Instance property and a broker's environment variable."""
+
+# GetDeviceInformation's answer elements, by the property suffix each becomes.
+DEVICE_INFORMATION = {
+    "MANUFACTURER": "Manufacturer",
+    "MODEL": "Model",
+    "FIRMWARE_VERSION": "FirmwareVersion",
+    "SERIAL_NUMBER": "SerialNumber",
+    "HARDWARE_ID": "HardwareId",
+}
+
 
 def _get(value: Any, *path: str) -> Any:
     for name in path:
@@ -21,6 +34,24 @@ def _get(value: Any, *path: str) -> Any:
 def _text(value: Any) -> str | None:
     text = value.strip() if isinstance(value, str) else ""
     return text or None
+
+
+def label(value: Any) -> str | None:
+    """A camera-given name made safe to show and to pass on: control and other unprintable
+    characters become spaces, runs of spaces one, at most MAX_LABEL characters."""
+    if not isinstance(value, str):
+        return None
+    printable = "".join(c if c.isprintable() else " " for c in value)
+    return " ".join(printable.split())[:MAX_LABEL].rstrip() or None
+
+
+def device_information(information: Any) -> dict[str, str]:
+    """GetDeviceInformation: the labels it gave, by property suffix (see DEVICE_INFORMATION)."""
+    return {
+        suffix: text
+        for suffix, element in DEVICE_INFORMATION.items()
+        if (text := label(_get(information, element)))
+    }
 
 
 def clock_offset(system_date_and_time: Any, now: datetime) -> timedelta:

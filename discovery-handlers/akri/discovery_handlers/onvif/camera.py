@@ -78,6 +78,8 @@ class Camera:
     uuid: str
     mac_address: str | None = None
     stream_uris: Mapping[str, str] = field(default_factory=dict)  # profile token -> URI
+    # GetDeviceInformation's labels by property suffix (MANUFACTURER, MODEL, ...).
+    information: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def ip_address(self) -> str | None:
@@ -92,12 +94,16 @@ def answered_passes(camera: Camera, details: Details) -> bool:
 
 
 def properties(camera: Camera) -> dict[str, str]:
-    """Akri's properties, plus `ONVIF_DEVICE_STREAM_URI_<PROFILE TOKEN>` per media profile."""
+    """Akri's properties, plus what GetDeviceInformation told (`ONVIF_DEVICE_MANUFACTURER`,
+    `_MODEL`, `_FIRMWARE_VERSION`, `_SERIAL_NUMBER`, `_HARDWARE_ID`) and
+    `ONVIF_DEVICE_STREAM_URI_<PROFILE TOKEN>` per media profile."""
     result = {f"{PREFIX}SERVICE_URL": camera.service_url, f"{PREFIX}UUID": camera.uuid}
     if camera.ip_address is not None:
         result[f"{PREFIX}IP_ADDRESS"] = camera.ip_address
     if camera.mac_address is not None:
         result[f"{PREFIX}MAC_ADDRESS"] = camera.mac_address
+    for suffix in sorted(camera.information):
+        result[f"{PREFIX}{suffix}"] = camera.information[suffix]
     for token in sorted(camera.stream_uris):
         result.setdefault(f"{PREFIX}STREAM_URI_{env_suffix(token)}", camera.stream_uris[token])
     return result

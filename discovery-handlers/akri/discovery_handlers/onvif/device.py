@@ -1,10 +1,11 @@
-"""Does a camera answer, and (with credentials) its MAC address and stream URIs.
+"""Does a camera answer, and (with credentials) what it is, its MAC address and stream URIs.
 
 GetSystemDateAndTime comes first, unsigned as ONVIF allows: it tells that the camera answers,
 and its clock, with which every later WS-UsernameToken is signed (a camera whose clock is a few
 minutes off refuses tokens created by ours). Every request has a timeout, so a silent camera
 costs at most that and is simply not listed; failures of the signed calls only leave those
-properties out, with a warning.
+properties out, with a warning (GetDeviceInformation apart from the others, so a camera that
+refuses it still gives its streams).
 """
 
 from __future__ import annotations
@@ -71,6 +72,18 @@ async def _streams(services: Services, service_url: str) -> dict[str, str]:
     return streams
 
 
+async def _information(services: Services, service_url: str, device_uuid: str) -> dict[str, str]:
+    """Manufacturer, model, firmware, serial number and hardware id, as far as told."""
+    try:
+        answer = await services.call(DEVICE, service_url, "GetDeviceInformation")
+    except CameraError as error:
+        log.warning(
+            "onvif camera %s at %s: no device information: %s", device_uuid, service_url, error
+        )
+        return {}
+    return answers.device_information(answer)
+
+
 async def inspect(
     transport: AnswerTransport,
     documents: Mapping[str, Document],
@@ -88,6 +101,7 @@ async def inspect(
     if credentials is None:
         return Camera(service_url, device_uuid)
     services.clock_offset = answers.clock_offset(clock, datetime.now(UTC))
+    information = await _information(services, service_url, device_uuid)
     try:
         interfaces = await services.call(DEVICE, service_url, "GetNetworkInterfaces")
         streams = await _streams(services, service_url)
@@ -95,5 +109,5 @@ async def inspect(
         log.warning(
             "onvif camera %s at %s: no MAC address or streams: %s", device_uuid, service_url, error
         )
-        return Camera(service_url, device_uuid)
-    return Camera(service_url, device_uuid, answers.mac_address(interfaces), streams)
+        return Camera(service_url, device_uuid, information=information)
+    return Camera(service_url, device_uuid, answers.mac_address(interfaces), streams, information)
