@@ -6,8 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from akri.agent.plugins.conflicts import RESOLVED, conflict_conditions
+from akri.agent.plugins.conflicts import conflict_conditions
 from akri.api import Condition
+from akri.node_reports import RESOLVED_REASON as RESOLVED
 from akri.slot_sync import Conflict, SlotRef, User
 from akri.slots import Holding, NodeHolder
 

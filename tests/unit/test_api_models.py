@@ -200,6 +200,8 @@ def test_condition_types_are_the_names_the_components_share() -> None:
         "InvalidName",
         "InvalidBrokerSpec",
         "InvalidConfiguration",
+        "PluginUnavailable",
+        "WriteRefused",
     }
     assert ConfigurationStatus().conditions == []
 

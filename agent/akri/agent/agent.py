@@ -111,7 +111,7 @@ class Agent:
             node=node,
             registry=self.registry,
             cache=cache,
-            reporter=lambda: StatusReporter(api_client),
+            reporter=lambda: StatusReporter(api_client, node),
             read_properties=kube_reader(api_client),
             offline_grace=settings.offline_grace,
         )

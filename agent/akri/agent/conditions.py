@@ -1,35 +1,36 @@
-"""Pure: the Configuration conditions one agent asserts from its own view of discovery.
+"""Pure: this node's row in a Configuration's status, and the conditions computed from all rows.
 
-Every agent writes the same Configuration's status, and agents may honestly disagree (a
-handler registered on one node only). So an agent never argues with what it reads back: it
-writes only when its own view changes (the caller keeps the last view it wrote), names its node
-in node-dependent messages, sets only the conditions its view decides, and clears a problem
-condition only when the problem is set. The stored status is the latest change any node saw;
-no two agents can keep rewriting each other's conditions.
-
-A healthy Configuration shows just Ready=True; a problem shows Ready=False with the problem's
-type as reason, plus that problem's condition (HandlerUnavailable, InvalidDetails,
-InvalidProperties, InvalidName, InvalidConfiguration) set to True with the explanation.
+Every agent reports on the same Configuration and agents may honestly disagree (a handler
+registered on one node only), so each node writes only its own row of `status.nodes`, and only
+the problem types the reporting part of the agent is the source of; the conditions are then
+computed from all rows (`akri.node_reports`): Ready=True when every node that runs the
+Configuration discovers, otherwise Ready=False with the first problem's type as reason, plus
+each problem's condition (HandlerUnavailable, InvalidDetails, InvalidProperties, InvalidName,
+InvalidConfiguration, PluginUnavailable, WriteRefused) set True, naming the nodes that have it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping
 from datetime import datetime
 
 from akri.agent.discovery.model import Status
-from akri.api import Condition, ConditionType, set_condition
+from akri.api import NODE_PROBLEMS, ConditionType, ConfigurationStatus
+from akri.node_reports import aggregated, with_problems
 
-PROBLEMS = (
+DISCOVERY_PROBLEMS = (
     ConditionType.HANDLER_UNAVAILABLE,
     ConditionType.INVALID_DETAILS,
     ConditionType.INVALID_PROPERTIES,
     ConditionType.INVALID_NAME,
     ConditionType.INVALID_CONFIGURATION,
 )
-READY_REASON = "Discovering"
-RESOLVED_REASON = "Resolved"
-MAX_MESSAGE = 32768
+"""The types discovery (and reading the Configuration) decides, from one `Status`."""
+RUNNER_PROBLEMS = tuple(
+    t for t in DISCOVERY_PROBLEMS if t is not ConditionType.INVALID_CONFIGURATION
+)
+"""What a Configuration's runner reports; InvalidConfiguration is the watcher's (a runner runs
+a valid spec, perhaps the last one, while the stored one is invalid)."""
 
 
 def explained(status: Status, handler: str, registered: Collection[str]) -> Status:
@@ -40,35 +41,24 @@ def explained(status: Status, handler: str, registered: Collection[str]) -> Stat
     return Status(status.condition, f"{status.message}; registered here: {names}")
 
 
-def node_view(node: str, status: Status) -> Status:
-    """`status` as this node reports it: the message says which node saw it."""
-    return Status(status.condition, f"node {node}: {status.message}"[:MAX_MESSAGE])
+def discovery_problems(status: Status) -> dict[str, str]:
+    """The problems a discovery status raises: none when discovery works."""
+    return {} if status.ok else {status.condition.value: status.message}
 
 
-def updated_conditions(
-    conditions: Sequence[Condition], view: Status, generation: int | None, now: datetime
-) -> list[Condition] | None:
-    """`conditions` after asserting `view`; None when they already say exactly that."""
-
-    def condition(type: str, status: bool, reason: str, message: str) -> Condition:
-        return Condition(
-            type=type,
-            status="True" if status else "False",
-            reason=reason,
-            message=message,
-            last_transition_time=now,
-            observed_generation=generation,
-        )
-
-    reason = READY_REASON if view.ok else view.condition.value
-    result = set_condition(
-        conditions, condition(ConditionType.READY, view.ok, reason, view.message)
+def updated_status(
+    status: ConfigurationStatus,
+    node: str,
+    types: Collection[str],
+    problems: Mapping[str, str],
+    generation: int | None,
+    now: datetime,
+) -> ConfigurationStatus | None:
+    """`status` after `node` reports `problems` of `types`; None when it says that already."""
+    rows = with_problems(status.nodes, node, types, problems, keep_empty=True)
+    conditions = aggregated(
+        status.conditions, rows, NODE_PROBLEMS, ready=True, generation=generation, now=now
     )
-    for problem in PROBLEMS:
-        if problem is view.condition:
-            result = set_condition(result, condition(problem, True, problem.value, view.message))
-        elif (
-            old := next((c for c in result if c.type == problem), None)
-        ) and old.status != "False":
-            result = set_condition(result, condition(problem, False, RESOLVED_REASON, view.message))
-    return None if result == list(conditions) else result
+    if rows == status.nodes and conditions == status.conditions:
+        return None
+    return status.model_copy(update={"nodes": rows, "conditions": conditions})

@@ -17,15 +17,16 @@ from collections.abc import Callable
 from kubernetes_asyncio import client
 from pydantic import ValidationError
 
-from akri.agent.discovery.model import Status
 from akri.agent.extras import device_extras
 from akri.agent.plugins.response import Extras, no_extras
 from akri.agent.runner import ConfigurationRunner, RunnerEnv
 from akri.agent.status import CONFIGURATIONS
-from akri.api import ConditionType, Configuration
+from akri.api import ConditionType, Configuration, ConfigurationStatus
 from akri.kube.reflector import EventType, Key, Object, Reflector, object_key
 
 log = logging.getLogger(__name__)
+
+INVALID = ConditionType.INVALID_CONFIGURATION
 
 
 class ConfigurationWatcher:
@@ -105,6 +106,7 @@ class ConfigurationWatcher:
         except ValidationError as error:
             await self._invalid(key, obj, error)
             return
+        await self._valid_again(key, obj, configuration)
         runner = self._runners.get(key)
         if runner is None:
             self._start(key, configuration)
@@ -123,6 +125,17 @@ class ConfigurationWatcher:
         task.add_done_callback(self._tasks.discard)
         log.info("Configuration %s/%s: discovery starts", *key)
 
+    async def _valid_again(self, key: Key, obj: Object, configuration: Configuration) -> None:
+        """Withdraw this node's InvalidConfiguration once the Configuration parses again."""
+        status = configuration.status or ConfigurationStatus()
+        mine = next((r for r in status.nodes if r.node == self._env.node), None)
+        if mine is None or all(p.type != INVALID for p in mine.problems):
+            return
+        try:
+            await self._reporter.report(obj, (INVALID,), {})
+        except Exception:  # a watch handler must not fail; the next change tries again
+            log.warning("clearing InvalidConfiguration of %s/%s failed", *key, exc_info=True)
+
     async def _invalid(self, key: Key, obj: Object, error: ValidationError) -> None:
         problems = "; ".join(
             f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}" for e in error.errors()
@@ -134,7 +147,7 @@ class ConfigurationWatcher:
         self._told.add((obj["metadata"].get("uid", ""), message))
         log.error("%s", message)
         try:  # Ready False with the reason, and an Event
-            await self._reporter.report(obj, Status(ConditionType.INVALID_CONFIGURATION, message))
+            await self._reporter.report(obj, (INVALID,), {INVALID: message})
         except Exception:  # a watch handler must not fail; the next change reports again
             self._told.discard((obj["metadata"].get("uid", ""), message))
             log.warning("reporting Configuration %s/%s as invalid failed", *key, exc_info=True)

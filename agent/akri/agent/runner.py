@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from akri.agent import metrics
-from akri.agent.conditions import explained, node_view
+from akri.agent.conditions import RUNNER_PROBLEMS, discovery_problems, explained
 from akri.agent.discovery.kube_properties import Reader, resolve_properties
 from akri.agent.discovery.model import Device, InvalidProperties, Status
 from akri.agent.discovery.registry import HandlerRegistry
@@ -125,17 +125,16 @@ class ConfigurationRunner:
         if self._devices is not None:
             expiry = await self.publisher.publish(configuration, self._shared, self._devices)
         if self._status is not None:
-            view = node_view(
-                self._env.node,
-                explained(
-                    self._status,
-                    configuration.spec.discovery_handler.name,
-                    self._env.registry.names(),
-                ),
+            view = explained(
+                self._status,
+                configuration.spec.discovery_handler.name,
+                self._env.registry.names(),
             )
             reported = (view, configuration.metadata.generation)
             if reported != self._reported:
-                await self._reporter.report(configuration.to_wire(), view)
+                await self._reporter.report(
+                    configuration.to_wire(), RUNNER_PROBLEMS, discovery_problems(view)
+                )
                 self._reported = reported
         return expiry
 

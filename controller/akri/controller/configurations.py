@@ -1,8 +1,9 @@
 """Reconcile one Configuration: its `<configuration>-svc` and the status fields the controller owns.
 
-The Service exists while any broker of the Configuration runs. The status (instanceCount and
-InvalidBrokerSpec) is written with a guarded update of the status subresource, only when it
-changes; a new broker problem, or its resolution, is also recorded as an Event.
+The Service exists while any broker of the Configuration runs. The status (instanceCount,
+InvalidBrokerSpec, the withdrawal of gone nodes' rows) is written with a guarded update of the
+status subresource, only when it changes; a new broker problem, or its resolution, is also
+recorded as an Event.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri import naming
-from akri.api import Configuration
+from akri.api import Configuration, ConfigurationStatus
 from akri.controller.brokers import COMPONENT
 from akri.controller.builders import BrokerSpecError, configuration_service, is_running
 from akri.controller.conditions import updated_status
@@ -22,7 +23,7 @@ from akri.controller.context import CONFIGURATION, Context
 from akri.controller.services import apply_service
 from akri.kube.calls import error_message
 from akri.kube.events import record_event
-from akri.kube.guarded import CustomResource, GuardedWriter
+from akri.kube.guarded import HTTP_NOT_FOUND, CustomResource, GuardedWriter
 
 log = logging.getLogger(__name__)
 
@@ -64,16 +65,27 @@ async def _write_status(ctx: Context, configuration: Configuration, obj: dict[st
     count = len(ctx.caches.instances.by(CONFIGURATION, key))
     outcome = ctx.outcomes.get(key)
     now = datetime.now(UTC)
-    if updated_status(obj.get("status"), instance_count=count, outcome=outcome, now=now) is None:
+    generation = configuration.metadata.generation
+    gone = await _gone_nodes(ctx, configuration)
+
+    def update(stored: dict[str, Any] | None) -> dict[str, Any] | None:
+        return updated_status(
+            stored,
+            instance_count=count,
+            outcome=outcome,
+            live=lambda node: node not in gone,
+            generation=generation,
+            now=now,
+        )
+
+    if update(obj.get("status")) is None:
         return
     before = (obj.get("status") or {}).get("conditions")
 
     def mutate(current: dict[str, Any]) -> dict[str, Any] | None:
         if current["metadata"].get("uid") != configuration.metadata.uid:
             return None
-        status = updated_status(
-            current.get("status"), instance_count=count, outcome=outcome, now=now
-        )
+        status = update(current.get("status"))
         if status is None:
             return None
         current["status"] = status
@@ -88,6 +100,33 @@ async def _write_status(ctx: Context, configuration: Configuration, obj: dict[st
             await _event(ctx, stored, "InvalidBrokerSpec", outcome.problem, warning=True)
         else:
             await _event(ctx, stored, "BrokerSpecAccepted", "brokers are created again")
+
+
+async def _gone_nodes(ctx: Context, configuration: Configuration) -> set[str]:
+    """The nodes with a row in the status that are lost, deleted or never existed.
+
+    A node the cache does not know is asked for: the Node watch may lag behind the agent's
+    write, and withdrawing a live node's row would hide its report until its view changes.
+    """
+    gone = set()
+    for row in (configuration.status or ConfigurationStatus()).nodes:
+        if ctx.caches.nodes.get("", row.node) is not None:
+            if ctx.nodes.lost_in(row.node) == 0.0:
+                gone.add(row.node)
+        elif not await _node_exists(ctx, row.node):
+            gone.add(row.node)
+    return gone
+
+
+async def _node_exists(ctx: Context, name: str) -> bool:
+    try:
+        async with ctx.in_flight:
+            await ctx.core.read_node(name)
+    except ApiException as error:
+        if error.status == HTTP_NOT_FOUND:
+            return False
+        raise
+    return True
 
 
 async def _event(

@@ -14,6 +14,7 @@ from akri import naming
 from akri.api import Configuration, Instance
 from akri.controller.cache import Cache, OnChange
 from akri.controller.conditions import BrokerOutcome
+from akri.controller.nodes import NodeWatch
 from akri.controller.retries import Retries
 from akri.controller.workqueue import WorkQueue
 from akri.dra.mode import Mode
@@ -155,6 +156,8 @@ class Context:
     retries: Retries[tuple[str, str, str]]
     tuning: Tuning
     in_flight: asyncio.Semaphore
+    nodes: NodeWatch
+    """Which nodes are lost (deleted, or not Ready past the grace)."""
     outcomes: dict[tuple[str, str], BrokerOutcome] = field(default_factory=dict)
     """Latest broker creation outcome per Configuration (namespace, name)."""
 

@@ -61,6 +61,7 @@ class Controller:
             self._on_node,
         )
         self.caches = Caches(api_client, tuning.namespace, on)
+        self.nodes = NodeWatch(tuning.node_grace)
         self.context = Context(
             api_client,
             self.caches,
@@ -68,8 +69,8 @@ class Controller:
             Retries(lambda: Backoff(initial=tuning.backoff_initial, maximum=tuning.backoff_max)),
             tuning,
             asyncio.Semaphore(tuning.max_in_flight),
+            self.nodes,
         )
-        self.nodes = NodeWatch(tuning.node_grace)
         self._failures: Retries[WorkKey] = Retries(lambda: Backoff(*RECONCILE_RETRY_S))
         self._pod_count = metrics.BrokerPodCount()
         self._api_client = api_client

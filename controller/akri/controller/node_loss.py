@@ -1,4 +1,5 @@
-"""Reconcile one node: once it is lost, take it out of every Instance and free its slots.
+"""Reconcile one node: once it is lost, take it out of every Instance and free its slots, and
+have its reports withdrawn from every Configuration.
 
 The write is the same resourceVersion-guarded read-modify-write the agents use
 (`GuardedWriter` + `akri.slots.scrub_node`), so it never undoes an agent's concurrent claim.
@@ -18,7 +19,7 @@ from akri import naming
 from akri.api import Instance
 from akri.api.pool import view
 from akri.controller.brokers import COMPONENT
-from akri.controller.context import NODE, Context
+from akri.controller.context import CONFIGURATION, NODE, Context
 from akri.controller.nodes import NodeWatch
 from akri.kube.calls import call
 from akri.kube.events import record_event
@@ -63,6 +64,8 @@ async def reconcile_node(ctx: Context, watch: NodeWatch, name: str) -> None:
     if lost_in > 0:
         ctx.queue.add_after((NODE, "", name), lost_in)
         return
+    for namespace, configuration in list(ctx.caches.configurations.reflector.objects):
+        ctx.queue.add((CONFIGURATION, namespace, configuration))  # withdraw the node's reports
     writer = GuardedWriter(ctx.api_client, INSTANCES)
     for obj in ctx.caches.instances.by(NODE, name):
         metadata = obj["metadata"]

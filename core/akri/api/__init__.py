@@ -5,6 +5,7 @@ JSON of the API server, and `crd_files` renders the CustomResourceDefinitions fr
 """
 
 from akri.api.configuration import (
+    NODE_PROBLEMS,
     PROPERTY_NAME_PATTERN,
     BrokerSpec,
     ConditionType,
@@ -24,6 +25,7 @@ from akri.api.instance import (
     InstanceStatus,
     new_instance,
 )
+from akri.api.reports import NodeProblem, NodeReport
 from akri.api.wire import (
     Condition,
     ConditionStatus,
@@ -34,6 +36,7 @@ from akri.api.wire import (
 )
 
 __all__ = [
+    "NODE_PROBLEMS",
     "PROPERTY_NAME_PATTERN",
     "BrokerSpec",
     "Condition",
@@ -49,6 +52,8 @@ __all__ = [
     "InstanceSpec",
     "InstanceStatus",
     "KeySelector",
+    "NodeProblem",
+    "NodeReport",
     "ObjectMeta",
     "OwnerReference",
     "PropertySource",

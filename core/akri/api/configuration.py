@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
+from akri.api.reports import NodeReport
 from akri.api.wire import Condition, ExactlyOne, Resource, WireModel, cel_rule
 
 PROPERTY_NAME_PATTERN = r"^[_A-Za-z][_A-Za-z0-9]*$"
@@ -34,6 +35,21 @@ class ConditionType(StrEnum):
     INVALID_NAME = "InvalidName"
     INVALID_BROKER_SPEC = "InvalidBrokerSpec"
     INVALID_CONFIGURATION = "InvalidConfiguration"
+    PLUGIN_UNAVAILABLE = "PluginUnavailable"
+    WRITE_REFUSED = "WriteRefused"
+
+
+NODE_PROBLEMS: tuple[str, ...] = (
+    ConditionType.HANDLER_UNAVAILABLE,
+    ConditionType.INVALID_DETAILS,
+    ConditionType.INVALID_PROPERTIES,
+    ConditionType.INVALID_NAME,
+    ConditionType.INVALID_CONFIGURATION,
+    ConditionType.PLUGIN_UNAVAILABLE,
+    ConditionType.WRITE_REFUSED,
+)
+"""The problems agents report per node in `status.nodes`; the first one any node has is the
+reason of Ready=False."""
 
 
 class KeySelector(WireModel):
@@ -143,7 +159,12 @@ class ConfigurationStatus(WireModel):
         default_factory=list,
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
-    """Current observations, at most one per type."""
+    """Current observations, at most one per type, computed from `nodes` (and the controller's)."""
+    nodes: list[NodeReport] = Field(
+        default_factory=list,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["node"]},
+    )
+    """One row per node that runs the Configuration: its problems, none when it discovers."""
 
     def condition(self, type: str) -> Condition | None:
         return next((c for c in self.conditions if c.type == type), None)

@@ -9,6 +9,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import AfterValidator, Field
 
 from akri.api.configuration import MAX_CAPACITY, Configuration
+from akri.api.reports import NodeReport
 from akri.api.wire import Condition, ObjectMeta, Resource, WireModel
 from akri.naming import LABEL_CONFIGURATION, instance_name, slot_ids
 
@@ -46,6 +47,8 @@ class InstanceConditionType(StrEnum):
     """A running container uses a slot that deviceUsage records for another holder."""
     PLUGIN_UNAVAILABLE = "PluginUnavailable"
     """A node cannot serve the Instance's device plugin to its kubelet."""
+    DEVICE_OFFLINE = "DeviceOffline"
+    """A node no longer discovers the device and leaves `nodes` unless it comes back in time."""
 
 
 class InstanceStatus(WireModel):
@@ -55,7 +58,13 @@ class InstanceStatus(WireModel):
         default_factory=list,
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
-    """Current observations, at most one per type."""
+    """Current observations, at most one per type; PluginUnavailable and DeviceOffline are
+    computed from `nodes`."""
+    nodes: list[NodeReport] = Field(
+        default_factory=list,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["node"]},
+    )
+    """One row per node that has a problem with the Instance."""
 
     def condition(self, type: str) -> Condition | None:
         return next((c for c in self.conditions if c.type == type), None)

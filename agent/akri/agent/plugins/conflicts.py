@@ -13,16 +13,11 @@ from datetime import datetime
 
 from akri.api import Condition, InstanceConditionType, set_condition
 from akri.api.wire import ConditionStatus
+from akri.node_reports import MAX_MESSAGE, RESOLVED_REASON, node_prefix
 from akri.slot_sync import Conflict
 
 TYPE = InstanceConditionType.SLOT_CONFLICT
 REPORTED = "SlotInUseElsewhere"
-RESOLVED = "Resolved"
-MAX_MESSAGE = 32768
-
-
-def _prefix(node: str) -> str:
-    return f"node {node}: "
 
 
 def conflict_conditions(
@@ -35,15 +30,19 @@ def conflict_conditions(
     """`conditions` after this node's report of `conflicts`; None when nothing changes."""
     old = next((c for c in conditions if c.type == TYPE), None)
     reported = old is not None and old.status == "True"
-    mine = reported and old is not None and old.message.startswith(_prefix(node))
+    mine = reported and old is not None and old.message.startswith(node_prefix(node))
     status: ConditionStatus
     if conflicts:
         if reported and not mine:
             return None
         status, reason = "True", REPORTED
-        message = _prefix(node) + "; ".join(map(str, conflicts))
+        message = node_prefix(node) + "; ".join(map(str, conflicts))
     elif mine:
-        status, reason, message = "False", RESOLVED, _prefix(node) + "no conflict any more"
+        status, reason, message = (
+            "False",
+            RESOLVED_REASON,
+            node_prefix(node) + "no conflict any more",
+        )
     else:
         return None
     new = Condition(
