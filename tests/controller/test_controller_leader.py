@@ -27,7 +27,9 @@ from tests.controller.conftest import (
 )
 from tests.support import eventually
 
-TIMING = LeaseTiming(duration=1.0, renew_interval=0.2, renew_deadline=0.6, retry_interval=0.1)
+# Generous enough that a leader on a loaded machine keeps its lease (a renew deadline of 0.6 s
+# made both replicas step down under load); the takeover test waits one duration.
+TIMING = LeaseTiming(duration=4.0, renew_interval=0.5, renew_deadline=3.0, retry_interval=0.2)
 LEASE = "akri-controller"
 
 

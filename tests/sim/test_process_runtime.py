@@ -119,9 +119,14 @@ async def test_agent_daemonset_runs_a_real_agent_per_node(
 
     # the agents reached the API with their in-cluster credentials and the kubelets' sockets
     await eventually(instances_on_both_nodes, "both agents to report both devices", 30)
-    for node in cluster.nodes.values():
-        resources = node.kubelet.resources()
-        assert "akri.sh/akri-debug-echo-foo" in resources, node.name
+    # the configuration-level plugin registers after the Instances are written
+    await eventually(
+        lambda: all(
+            "akri.sh/akri-debug-echo-foo" in node.kubelet.resources()
+            for node in cluster.nodes.values()
+        ),
+        "both kubelets to list the configuration's resource",
+    )
 
     pods = await agent_pods(kubectl)
     first = pods["node-0"]["metadata"]["name"]
