@@ -11,8 +11,9 @@ import pytest
 from kubernetes_asyncio import client
 
 from akri import naming
+from akri.api import Instance
 from akri.controller.context import Tuning
-from akri.dra.devices import instance_selector
+from akri.dra.devices import instance_claim_template, instance_selector
 from akri.dra.mode import Mode
 from akri.sim.cluster import Cluster
 from tests.sim.users import User
@@ -130,18 +131,17 @@ def instance_claim(name: str, instance: str) -> dict[str, Any]:
     }
 
 
-def claim_pod(name: str, node: str, claim: str) -> dict[str, Any]:
+def claim_pod(name: str, node: str | None, claim: str, *, template: bool = False) -> dict[str, Any]:
+    """A pod whose container uses the claim `claim`, or one made from the template `claim`."""
     container = {"name": "app", "image": "busybox", "resources": {"claims": [{"name": "dev"}]}}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {
-            "containers": [container],
-            "nodeSelector": {"kubernetes.io/hostname": node},
-            "resourceClaims": [{"name": "dev", "resourceClaimName": claim}],
-        },
+    source = "resourceClaimTemplateName" if template else "resourceClaimName"
+    spec: dict[str, Any] = {
+        "containers": [container],
+        "resourceClaims": [{"name": "dev", source: claim}],
     }
+    if node is not None:
+        spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
 
 
 async def test_worked_example_with_a_per_instance_claim(cluster: Cluster) -> None:
@@ -187,3 +187,52 @@ async def test_worked_example_with_a_per_instance_claim(cluster: Cluster) -> Non
         GROUP, VERSION, "default", "resourceclaims", "claim-a"
     )
     assert "allocation" not in released.get("status", {})
+
+
+async def pod_claim(user: User, pod: str) -> str | None:
+    found = await user.core.read_namespaced_pod(pod, "default")
+    statuses = found.status.resource_claim_statuses or []
+    return next((s.resource_claim_name for s in statuses if s.name == "dev"), None)
+
+
+async def test_a_per_instance_template_gives_each_pod_a_slot_of_that_instance(
+    cluster: Cluster,
+) -> None:
+    """The Instance's ResourceClaimTemplate (one slot of it): each pod naming it gets a claim
+    of its own, made from the template, owned by the pod; capacity 2 admits two such pods, the
+    third waits with the scheduler's reason, and runs when one goes, whose claim goes with it."""
+    user = User(cluster)
+    api = client.CustomObjectsApi(cluster.api_client())
+    await user.apply(configuration(unique=True))
+    await eventually(lambda: published(cluster), "both devices published for both nodes")
+    a = naming.instance_name(CFG, "foo0")
+    instance = Instance.from_wire(await user.instance(a) or {})
+    await api.create_namespaced_custom_object(
+        GROUP, VERSION, "default", "resourceclaimtemplates", instance_claim_template(instance, {})
+    )
+    for name in ("p1", "p2"):
+        await user.run(claim_pod(name, None, a, template=True))
+        await user.wait_running(name)
+    made = [await pod_claim(user, name) for name in ("p1", "p2")]
+    for name, claim_name in zip(("p1", "p2"), made, strict=True):
+        assert claim_name is not None
+        assert claim_name.startswith(f"{name}-dev-")
+        claim = await api.get_namespaced_custom_object(
+            GROUP, VERSION, "default", "resourceclaims", claim_name
+        )
+        assert claim["metadata"]["ownerReferences"][0]["name"] == name
+        (result,) = claim["status"]["allocation"]["devices"]["results"]
+        assert result["device"] == a
+
+    await user.run(claim_pod("p3", None, a, template=True))
+    await eventually(lambda: _has(user, "p3", "cannot allocate all claims"), "p3 unschedulable")
+    assert await user.phase("p3") == "Pending"
+
+    await user.core.delete_namespaced_pod("p1", "default")
+    await user.wait_running("p3")
+
+    async def p1_claim_gone() -> bool:
+        names = {c["metadata"]["name"] for c in await claims(cluster)}
+        return made[0] not in names
+
+    await eventually(p1_claim_gone, "p1's claim deleted with p1")

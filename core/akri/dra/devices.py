@@ -58,6 +58,41 @@ def instance_selector(instance: str) -> str:
     return f'device.attributes["{DRIVER}"].{ATTRIBUTE_INSTANCE} == "{instance}"'
 
 
+REQUEST = "slot"
+"""The request of a per-Instance claim template: one slot of the Instance."""
+
+
+def instance_claim_template(instance: Instance, labels: dict[str, str]) -> JSON:
+    """The ResourceClaimTemplate named as `instance`, in its namespace and owned by it: each
+    claim made from it takes one slot of the Instance, the DRA form of `akri.sh/<instance>: 1`.
+    Broker pods name it once per slot they need (docs/design.md §8a)."""
+    name = instance.metadata.name or ""
+    request = {
+        "name": REQUEST,
+        "exactly": {
+            "deviceClassName": device_class_name(instance.spec.configuration_name),
+            "selectors": [{"cel": {"expression": instance_selector(name)}}],
+            "allocationMode": "ExactCount",
+            "count": 1,
+        },
+    }
+    owner = instance.owner_reference().model_dump(by_alias=True, exclude_none=True)
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {
+            "name": name,
+            "namespace": instance.metadata.namespace or "default",
+            "labels": dict(labels),
+            "ownerReferences": [owner],
+        },
+        "spec": {
+            "metadata": {"labels": dict(labels)},
+            "spec": {"devices": {"requests": [request]}},
+        },
+    }
+
+
 def device_class(configuration: Configuration, labels: dict[str, str]) -> JSON:
     """The DeviceClass that turns `akri.sh/<configuration>: N` pod limits into claims.
 

@@ -7,6 +7,8 @@ plugin for them, one claim the scheduler makes for the Pod (DRAExtendedResource)
 `<pod>-extended-resources-<suffix>`, owned by the Pod, annotated
 `resource.kubernetes.io/extended-resource-claim`, one request per container and resource
 (`container-<i>-request-<j>`), recorded in the Pod's `status.extendedResourceClaimStatus`.
+Claims a Pod names through `resourceClaimTemplateName` are made from the template first, as the
+resourceclaim controller does (`template_claim`), and found through `status.resourceClaimStatuses`.
 Allocation and `reservedFor` are written before the binding (PreBind). Claims written but not
 yet seen through the watch are assumed, so one device is never given twice in a row.
 """
@@ -31,6 +33,10 @@ log = logging.getLogger(__name__)
 
 GROUP, VERSION = "resource.k8s.io", "v1"
 EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+GENERATED_BASE_LENGTH = 57
+"""Longest generateName of a claim made from a template: 5 random characters and a hyphen
+still fit a 63-character name (pkg/controller/resourceclaim/controller.go, handleClaim)."""
 
 
 @dataclass
@@ -58,15 +64,16 @@ class DynamicResources:
         self.classes = Reflector(self._lister("deviceclasses"), on_change)
         self.slices = Reflector(self._lister("resourceslices"), on_change)
         self.claims = Reflector(self._lister("resourceclaims"), on_change)
+        self.templates = Reflector(self._lister("resourceclaimtemplates"), on_change)
         self._assumed: dict[tuple[str, str], Object] = {}
 
     def _lister(self, plural: str) -> Any:
         return functools.partial(self._api.list_cluster_custom_object, GROUP, VERSION, plural)
 
     def reflectors(self) -> list[Reflector]:
-        return [self.classes, self.slices, self.claims]
+        return [self.classes, self.slices, self.claims, self.templates]
 
-    def _claims(self) -> dict[tuple[str, str], Object]:
+    def current_claims(self) -> dict[tuple[str, str], Object]:
         current: dict[tuple[str, str], Object] = dict(self.claims.objects)
         for key, claim in list(self._assumed.items()):
             seen = current.get(key)
@@ -77,6 +84,11 @@ class DynamicResources:
             else:
                 current[key] = claim
         return current
+
+    def assume(self, claim: Object) -> None:
+        """A claim just written: counted until the watch brings this version or a newer one."""
+        metadata = claim["metadata"]
+        self._assumed[(metadata["namespace"], metadata["name"])] = claim
 
     def extended_resources(self) -> dict[str, str]:
         """Extended resource name -> the DeviceClass that backs it."""
@@ -90,7 +102,7 @@ class DynamicResources:
         """The claims of `pod`; `node_backed` are extended resources a device plugin serves."""
         result = PodClaims()
         namespace = pod["metadata"]["namespace"]
-        claims = self._claims()
+        claims = self.current_claims()
         for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
             name = entry.get("resourceClaimName")
             if name is None:
@@ -149,7 +161,7 @@ class DynamicResources:
         needs = self.pod_claims(pod, set(allocatable(node)) - self.dra_resources(node))
         if needs.missing:
             return needs.missing
-        claims = self._claims()
+        claims = self.current_claims()
         in_use = InUse.of(c for c in claims.values() if (c.get("status") or {}).get("allocation"))
         devices = candidates(self.slices.objects.values(), node)
         classes = {str(c["metadata"]["name"]): c for c in self.classes.objects.values()}
@@ -193,17 +205,9 @@ class DynamicResources:
             stored = await self._api.replace_namespaced_custom_object_status(
                 GROUP, VERSION, namespace, "resourceclaims", name, body
             )
-            self._assumed[(namespace, name)] = stored
+            self.assume(stored)
         if needs.extended is None or "" not in plan.allocations:
             return
-        owner = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "name": metadata["name"],
-            "uid": metadata["uid"],
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
         body = {
             "apiVersion": f"{GROUP}/{VERSION}",
             "kind": "ResourceClaim",
@@ -211,7 +215,7 @@ class DynamicResources:
                 "name": f"{metadata['name']}-extended-resources-{secrets.token_hex(3)}"[:253],
                 "namespace": namespace,
                 "annotations": {EXTENDED_CLAIM_ANNOTATION: "true"},
-                "ownerReferences": [owner],
+                "ownerReferences": [pod_owner(pod)],
             },
             "spec": needs.extended["spec"],
         }
@@ -225,7 +229,7 @@ class DynamicResources:
         stored = await self._api.replace_namespaced_custom_object_status(
             GROUP, VERSION, namespace, "resourceclaims", created["metadata"]["name"], created
         )
-        self._assumed[(namespace, stored["metadata"]["name"])] = stored
+        self.assume(stored)
         pod_status = {
             "extendedResourceClaimStatus": {
                 "resourceClaimName": stored["metadata"]["name"],
@@ -235,6 +239,113 @@ class DynamicResources:
         await self._core.patch_namespaced_pod_status(
             metadata["name"], namespace, {"status": pod_status}
         )
+
+
+def pod_owner(pod: Object) -> dict[str, Any]:
+    """The controller reference a claim made for `pod` carries, so it goes with the pod."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": pod["metadata"]["name"],
+        "uid": pod["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _owned_by(obj: Object, uid: str) -> bool:
+    return any(
+        r.get("uid") == uid and r.get("controller")
+        for r in obj["metadata"].get("ownerReferences") or []
+    )
+
+
+def template_claim(pod: Object, entry: Mapping[str, Any], template: Object) -> Object:
+    """The ResourceClaim the resourceclaim controller makes for a Pod's `entry` naming
+    `template` (pkg/controller/resourceclaim/controller.go, handleClaim): generated name from
+    the Pod and the entry, owned by the Pod (so it goes with it), the template's labels and
+    annotations plus `resource.kubernetes.io/pod-claim-name`, the template's claim spec."""
+    metadata = pod["metadata"]
+    base = f"{metadata['name']}-{entry['name']}-"
+    if len(base) > GENERATED_BASE_LENGTH:
+        half = GENERATED_BASE_LENGTH // 2
+        base = base[:half] + base[-half:]
+    made = template.get("spec") or {}
+    made_metadata = made.get("metadata") or {}
+    annotations = {
+        **(made_metadata.get("annotations") or {}),
+        POD_CLAIM_NAME_ANNOTATION: entry["name"],
+    }
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ResourceClaim",
+        "metadata": {
+            "generateName": base,
+            "namespace": metadata["namespace"],
+            "labels": dict(made_metadata.get("labels") or {}),
+            "annotations": annotations,
+            "ownerReferences": [pod_owner(pod)],
+        },
+        "spec": made.get("spec") or {},
+    }
+
+
+@dataclass(frozen=True)
+class TemplateClaims:
+    """What the resourceclaim controller does next for one Pod's template entries."""
+
+    pod: Object
+    create: list[Object] = field(default_factory=list)
+    statuses: list[dict[str, str]] = field(default_factory=list)
+    """The Pod's `status.resourceClaimStatuses` once the claims below exist (found ones
+    included: a claim made before its status was written is not made twice)."""
+    missing: list[str] = field(default_factory=list)
+    """Templates that do not exist (yet): the Pod waits."""
+
+
+def template_claims(
+    pods: Iterable[Object],
+    templates: Mapping[tuple[str, str], Object],
+    claims: Mapping[tuple[str, str], Object],
+) -> list[TemplateClaims]:
+    """For each live unbound Pod with template entries that have no claim in its status: the
+    claims to make, or the claims it already owns for them (findPodResourceClaim)."""
+    result = []
+    for pod in pods:
+        metadata, spec = pod["metadata"], pod.get("spec") or {}
+        if metadata.get("deletionTimestamp") or spec.get("nodeName"):
+            continue
+        namespace = metadata["namespace"]
+        statuses = list((pod.get("status") or {}).get("resourceClaimStatuses") or [])
+        known = {s.get("name") for s in statuses}
+        todo = TemplateClaims(pod)
+        for entry in spec.get("resourceClaims") or []:
+            template_name = entry.get("resourceClaimTemplateName")
+            if not template_name or entry.get("name") in known:
+                continue
+            owned = next(
+                (
+                    c
+                    for (ns, _), c in claims.items()
+                    if ns == namespace
+                    and _owned_by(c, metadata["uid"])
+                    and (c["metadata"].get("annotations") or {}).get(POD_CLAIM_NAME_ANNOTATION)
+                    == entry["name"]
+                ),
+                None,
+            )
+            template = templates.get((namespace, template_name))
+            if owned is not None:
+                todo.statuses.append(
+                    {"name": entry["name"], "resourceClaimName": owned["metadata"]["name"]}
+                )
+            elif template is None:
+                todo.missing.append(template_name)
+            else:
+                todo.create.append(template_claim(pod, entry, template))
+        if todo.create or todo.statuses or todo.missing:
+            result.append(todo)
+    return result
 
 
 def release(

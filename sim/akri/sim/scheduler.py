@@ -23,7 +23,16 @@ from akri.kube.events import record_event
 from akri.kube.reflector import Object, Reflector
 from akri.logs import OnceLog
 from akri.sim import scheduling
-from akri.sim.dra_scheduling import GROUP, VERSION, DynamicResources, NodePlan, release
+from akri.sim.dra_scheduling import (
+    GROUP,
+    POD_CLAIM_NAME_ANNOTATION,
+    VERSION,
+    DynamicResources,
+    NodePlan,
+    TemplateClaims,
+    release,
+    template_claims,
+)
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +102,7 @@ class Scheduler:
             used.setdefault(node, Counter()).update(scheduling.pod_requests(pods[uid]))
         if self._dra is not None:
             await self._release_claims()
+            await self._claims_from_templates()
         for pod in pending:
             if pod["metadata"]["uid"] not in pods:
                 continue
@@ -161,6 +171,39 @@ class Scheduler:
                 )
             except ApiException as error:  # changed meanwhile: the next pass sees it again
                 log.info("releasing claim %s failed: %s", metadata["name"], error.reason)
+
+    async def _claims_from_templates(self) -> None:
+        """Claims made for Pods from the templates they name, and recorded in their status
+        (the resourceclaim controller's job in a real cluster); a Pod waits for them."""
+        assert self._dra is not None
+        for todo in template_claims(
+            self._pods.objects.values(), self._dra.templates.objects, self._dra.current_claims()
+        ):
+            try:
+                await self._record_template_claims(todo)
+            except ApiException as error:  # the next pass tries again
+                log.info("claims of %s: %s", todo.pod["metadata"]["name"], error.reason)
+
+    async def _record_template_claims(self, todo: TemplateClaims) -> None:
+        metadata = todo.pod["metadata"]
+        namespace = metadata["namespace"]
+        api = client.CustomObjectsApi(self._api_client)
+        statuses = [
+            *((todo.pod.get("status") or {}).get("resourceClaimStatuses") or []),
+            *todo.statuses,
+        ]
+        for body in todo.create:
+            created = await api.create_namespaced_custom_object(
+                GROUP, VERSION, namespace, "resourceclaims", body
+            )
+            assert self._dra is not None
+            self._dra.assume(created)
+            entry = body["metadata"]["annotations"][POD_CLAIM_NAME_ANNOTATION]
+            statuses.append({"name": entry, "resourceClaimName": created["metadata"]["name"]})
+        if todo.create or todo.statuses:
+            await self._core.patch_namespaced_pod_status(
+                metadata["name"], namespace, {"status": {"resourceClaimStatuses": statuses}}
+            )
 
     async def _bind(self, pod: Object, node: str) -> bool:
         metadata = pod["metadata"]
