@@ -45,7 +45,8 @@ COMBINATIONS: dict[str, dict[str, Any]] = {
     },
     "all-handlers-and-examples": {
         "discoveryHandlers": {
-            name: {"enabled": True} for name in ("debugEcho", "udev", "onvif", "mdns")
+            **{name: {"enabled": True} for name in ("debugEcho", "udev", "mdns")},
+            "onvif": {"enabled": True, "interfaceAddress": "10.0.0.2", "ipv6Interface": "eth0"},
         },
         "examples": {
             **ALL_EXAMPLES,
@@ -215,6 +216,11 @@ def test_handlers_are_opt_in_with_the_host_access_each_needs() -> None:
                     "mdns-discovery": "mdns",
                 }[name],
             ]
+    onvif_env = {
+        e["name"]: e.get("value") for e in handlers["onvif-discovery"]["containers"][0]["env"]
+    }
+    assert onvif_env["ONVIF_INTERFACE_ADDRESS"] == "10.0.0.2"
+    assert onvif_env["ONVIF_IPV6_INTERFACE"] == "eth0"
 
 
 def test_secrets_and_configmaps_are_readable_only_when_enabled() -> None:

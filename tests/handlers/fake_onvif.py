@@ -6,8 +6,10 @@ when told, and serves GetSystemDateAndTime (open), GetNetworkInterfaces, GetServ
 GetCapabilities, GetProfiles and GetStreamUri, of Media1, Media2 or both as `media` says
 (WS-UsernameToken PasswordDigest checked, and its Created time against the camera's own clock,
 which `clock_offset` may set off as real cameras' are; fault otherwise). It can also stall
-(`stalled`) or send any bytes (`raw_answer`). Written from the specifications, independently
-of the handler, so the two check each other.
+(`stalled`) or send any bytes (`raw_answer`). With `ipv6_interface` its discovery is on
+ff02::c of that link instead (serve SOAP on a link-local `host` then: its XAddrs leave the zone
+out, as real cameras' do). Written from the specifications, independently of the handler, so
+the two check each other.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import asyncio
 import base64
 import hashlib
 import socket
+import struct
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
@@ -24,6 +27,7 @@ from types import TracebackType
 from aiohttp import web
 
 GROUP = "239.255.255.250"
+GROUP6 = "ff02::c"
 LOOPBACK = "127.0.0.1"
 ENV = "http://www.w3.org/2003/05/soap-envelope"
 WSA = "http://schemas.xmlsoap.org/ws/2004/08/addressing"
@@ -85,6 +89,7 @@ class FakeCamera:
         clock_offset: timedelta = timedelta(),
         media: tuple[str, ...] = (MEDIA,),
         host: str = LOOPBACK,
+        ipv6_interface: str | None = None,
     ) -> None:
         self.uuid = uuid
         self.scopes = scopes
@@ -103,19 +108,20 @@ class FakeCamera:
         self.unsupported: set[str] = set()  # operations answered with an ActionNotSupported fault
         self.refused: list[str] = []  # operations refused for want of a valid token
         self.information = dict(INFORMATION)  # GetDeviceInformation: element -> raw XML text
-        self._port = port
         self._username, self._password, self._mac = username, password, mac
         self._streams = dict(streams or {"main_1": "rtsp://127.0.0.1:554/main"})
         self._runner: web.AppRunner | None = None
         self._transport: asyncio.DatagramTransport | None = None
-        self._sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self._sender.setsockopt(
-            socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(LOOPBACK)
-        )
-        self._sender.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
-        self._sender.bind((LOOPBACK, 0))
+        self._index = 0 if ipv6_interface is None else socket.if_nametoindex(ipv6_interface)
+        self._sender = self._discovery_socket()
+        if self._index:
+            self._group: tuple[str | int, ...] = (GROUP6, port, 0, self._index)
+            self._sender.bind(("::", 0, 0, self._index))
+        else:
+            self._group = (GROUP, port)
+            self._sender.bind((LOOPBACK, 0))
         self.xaddr = ""
-        self._host = host  # where SOAP is served (discovery stays on IPv4 loopback multicast)
+        self._host = host  # where SOAP is served
 
     async def __aenter__(self) -> FakeCamera:
         app = web.Application()
@@ -125,18 +131,20 @@ class FakeCamera:
         site = web.TCPSite(self._runner, self._host, 0)
         await site.start()
         http_port = self._runner.addresses[0][1]
-        host = f"[{self._host}]" if ":" in self._host else self._host
+        address = self._host.partition("%")[0]  # a camera cannot know its peers' zone
+        host = f"[{address}]" if ":" in address else address
         self.xaddr = f"http://{host}:{http_port}/onvif/device_service"
         self._media = f"http://{host}:{http_port}/onvif/media_service"
-        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock = self._discovery_socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        sock.bind((GROUP, self._port))
-        sock.setsockopt(
-            socket.IPPROTO_IP,
-            socket.IP_ADD_MEMBERSHIP,
-            socket.inet_aton(GROUP) + socket.inet_aton(LOOPBACK),
-        )
+        sock.bind(self._group)
+        if self._index:
+            membership = socket.inet_pton(socket.AF_INET6, GROUP6) + struct.pack("@I", self._index)
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_JOIN_GROUP, membership)
+        else:
+            membership = socket.inet_aton(GROUP) + socket.inet_aton(LOOPBACK)
+            sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, membership)
         responder = _Responder(self)
         self._transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(
             lambda: responder, sock=sock
@@ -155,6 +163,18 @@ class FakeCamera:
         self._sender.close()
         if self._runner is not None:
             await self._runner.cleanup()
+
+    def _discovery_socket(self) -> socket.socket:
+        """UDP on the camera's discovery link, multicast sent there only (TTL / hops 1)."""
+        if not self._index:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(LOOPBACK))
+            sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
+            return sock
+        sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, self._index)
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 1)
+        return sock
 
     @property
     def urn(self) -> str:
@@ -192,7 +212,7 @@ class FakeCamera:
         self._announce(_envelope(f"<a:Action>{WSD}/Bye</a:Action>", body))
 
     def _announce(self, message: bytes) -> None:
-        self._sender.sendto(message, (GROUP, self._port))
+        self._sender.sendto(message, self._group)
 
     def answer(self, data: bytes, sender: tuple[str | int, ...]) -> None:
         """Probes and the Resolves that name this camera, each answered to its sender."""

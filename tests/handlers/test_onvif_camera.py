@@ -8,7 +8,7 @@ from types import SimpleNamespace as ns
 
 import pytest
 
-from akri.agent.discovery.model import InvalidProperties
+from akri.agent.discovery.model import InvalidDetails, InvalidProperties
 from akri.discovery_handlers.onvif import answers
 from akri.discovery_handlers.onvif.camera import (
     Camera,
@@ -16,6 +16,7 @@ from akri.discovery_handlers.onvif.camera import (
     details_of,
     device,
     host_address,
+    with_zone,
 )
 from akri.discovery_handlers.onvif.credentials import Credentials, credential_table, credentials_for
 
@@ -83,6 +84,38 @@ def test_device_information_keeps_what_the_camera_told() -> None:
 )
 def test_ip_address_is_the_service_url_host(url: str, address: str | None) -> None:
     assert host_address(url) == address
+
+
+@pytest.mark.parametrize(
+    ("url", "zone", "reached"),
+    [
+        ("http://[fe80::a:2]:8080/onvif/x?y=1", "eth0", "http://[fe80::a:2%eth0]:8080/onvif/x?y=1"),
+        ("http://u:p@[FE80::2]/x", "eth0", "http://u:p@[fe80::2%eth0]/x"),
+        ("http://[fe80::2%25wlan0]/x", "eth0", "http://[fe80::2%wlan0]/x"),  # its own zone kept
+        ("http://[fe80::2%wlan0]/x", None, "http://[fe80::2%wlan0]/x"),
+        ("http://[fe80::2]/x", None, "http://[fe80::2]/x"),  # no zone to give
+        ("http://[fd00::2]/x", "eth0", "http://[fd00::2]/x"),  # not link-local
+        ("http://[::1]/x", "eth0", "http://[::1]/x"),
+        ("http://10.0.0.5/x", "eth0", "http://10.0.0.5/x"),
+        ("http://cam.local/x", "eth0", "http://cam.local/x"),
+        ("not a url", "eth0", "not a url"),
+    ],
+)
+def test_link_local_hosts_are_reached_through_the_zone(
+    url: str, zone: str | None, reached: str
+) -> None:
+    assert with_zone(url, zone) == reached
+
+
+@pytest.mark.parametrize("name", ["eth0", "enp0s31f6", "br-1a2b.100", "x" * 15])
+def test_ipv6_interface_takes_interface_names(name: str) -> None:
+    assert details_of(f"ipv6Interface: {name}").ipv6_interface == name
+
+
+@pytest.mark.parametrize("name", ["", "x" * 16, "eth 0", "a/b", "fe80::1", "eth0%1", "1"])
+def test_ipv6_interface_refuses_what_cannot_name_an_interface(name: str) -> None:
+    with pytest.raises(InvalidDetails, match="ipv6Interface"):
+        details_of(f"ipv6Interface: {name!r}" if name != "1" else "ipv6Interface: 1")
 
 
 def test_an_unknown_ip_address_is_refused_by_an_ip_filter() -> None:

@@ -89,7 +89,7 @@ Main = Callable[[Sequence[str]], int]
 SUBCOMMANDS: dict[str, tuple[Main, list[str], list[str]]] = {
     "handlers": (handler_main.main, [], ["HANDLER", "DISCOVERY_HANDLERS_DIRECTORY"]),
     "mdns": (handler_main.main, ["mdns"], ["MDNS_INTERFACES", "(default: all interfaces)"]),
-    "onvif": (handler_main.main, ["onvif"], ["ONVIF_INTERFACE_ADDRESS"]),
+    "onvif": (handler_main.main, ["onvif"], ["ONVIF_INTERFACE_ADDRESS", "ONVIF_IPV6_INTERFACE"]),
     "udev": (handler_main.main, ["udev"], ["--registration-dir", "POD_IP"]),
     "akri": (cli.main, [], ["instance-name", "sim"]),
     "akri crds": (cli.main, ["crds"], ["--write"]),

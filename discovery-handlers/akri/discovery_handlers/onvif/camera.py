@@ -12,7 +12,7 @@ import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -32,6 +32,13 @@ def _ipv4(value: str) -> str:
     return value
 
 
+def _interface_name(value: str) -> str:
+    """A Linux interface name: 1 to 15 characters, none of them blank, `/`, `:` or `%`."""
+    if not 0 < len(value) < 16 or any(c.isspace() or c in "/:%" for c in value):
+        raise ValueError(f"{value!r} is not a network interface name (like eth0)")
+    return value
+
+
 class Details(BaseModel):
     """`discoveryDetails` of an onvif Configuration (Akri's fields, plus how to probe)."""
 
@@ -44,6 +51,9 @@ class Details(BaseModel):
     probe_interval_seconds: float = Field(10, alias="probeIntervalSeconds", gt=0)
     interface_address: Annotated[str, AfterValidator(_ipv4)] | None = Field(
         None, alias="interfaceAddress"
+    )
+    ipv6_interface: Annotated[str, AfterValidator(_interface_name)] | None = Field(
+        None, alias="ipv6Interface"
     )
 
 
@@ -68,6 +78,29 @@ def host_address(service_url: str) -> str | None:
         return str(ipaddress.ip_address(host)) if host else None
     except ValueError:
         return None
+
+
+def with_zone(url: str, zone: str | None) -> str:
+    """`url` with its link-local IPv6 host given `zone` (an interface name), when it has none.
+
+    Cameras announce `http://[fe80::1]/...`: the zone is the receiver's interface, which they
+    cannot know, and without it no connection can be made. Zones are written plainly
+    (`[fe80::1%eth0]`): aiohttp connects to that, not to RFC 6874's `%25` form (given in a URL,
+    it is rewritten so). Any other URL is returned as it is.
+    """
+    parts = urlsplit(url)
+    host = unquote(parts.hostname or "")
+    address, _, given = host.partition("%")
+    try:
+        if not ipaddress.IPv6Address(address).is_link_local:
+            return url
+    except ValueError:
+        return url
+    if not (zone := given or zone):
+        return url
+    opened, closed = parts.netloc.index("["), parts.netloc.index("]")
+    netloc = f"{parts.netloc[:opened]}[{address}%{zone}]{parts.netloc[closed + 1 :]}"
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,18 @@ from akri.discovery_handlers.onvif.wsdiscovery import PORT, Endpoint, Message
 from akri.settings import Variable
 
 INTERFACE_ENV = "ONVIF_INTERFACE_ADDRESS"
+IPV6_INTERFACE_ENV = "ONVIF_IPV6_INTERFACE"
 ENVIRONMENT = (
     Variable(
         INTERFACE_ENV,
         "the system's choice",
         "address of the interface probes leave by (interfaceAddress in the details wins)",
+    ),
+    Variable(
+        IPV6_INTERFACE_ENV,
+        "no IPv6 probing",
+        "name of the interface whose link is also probed over IPv6, ff02::c "
+        "(ipv6Interface in the details wins)",
     ),
 )
 REQUEST_TIMEOUT_S = 3.0
@@ -96,11 +103,13 @@ class Onvif:
         *,
         shared: bool = True,
         interface_address: str | None = None,
+        ipv6_interface: str | None = None,
         port: int = PORT,
         request_timeout: float = REQUEST_TIMEOUT_S,
     ) -> None:
         self.shared = shared
         self._interface_address = interface_address
+        self._ipv6_interface = ipv6_interface
         self._port = port
         self._request_timeout = request_timeout
 
@@ -114,27 +123,30 @@ class Onvif:
         from akri.discovery_handlers.onvif import device, services
 
         wsdls = await services.documents()
-        interface = parsed.interface_address or self._interface_address
+        links = probe.Links(
+            parsed.interface_address or self._interface_address,
+            parsed.ipv6_interface or self._ipv6_interface,
+        )
         announcements = probe.Announcements()
         try:
-            await announcements.start(interface, self._port)
+            await announcements.start(links, self._port)
         except OSError as error:
             announcements.close()
             raise HandlerUnavailable(f"cannot listen for WS-Discovery: {error}") from None
         loop = asyncio.get_running_loop()
         try:
             async with aiohttp.ClientSession() as session:
-                transport = services.Transport(session, self._request_timeout)
+                transport = services.Transport(session, self._request_timeout, links.ipv6)
                 inspect = functools.partial(device.inspect, transport, wsdls)
                 resolve = functools.partial(
-                    probe.resolve, interface, self._port, parsed.discovery_timeout_seconds
+                    probe.resolve, links, self._port, parsed.discovery_timeout_seconds
                 )
                 cameras = _Cameras(inspect, resolve, parsed, credentials)
                 sent: list[Device] | None = None
                 while True:
                     try:
                         found = await probe.probe(
-                            interface, self._port, parsed.discovery_timeout_seconds
+                            links, self._port, parsed.discovery_timeout_seconds
                         )
                     except OSError as error:
                         raise HandlerUnavailable(
@@ -157,8 +169,10 @@ class Onvif:
 
 
 def from_environment(shared: bool | None, environ: Mapping[str, str]) -> Onvif:
-    """`akri-discovery-handler onvif`; ONVIF_INTERFACE_ADDRESS picks the probing interface."""
+    """`akri-discovery-handler onvif`; ONVIF_INTERFACE_ADDRESS picks the probing interface,
+    ONVIF_IPV6_INTERFACE the link also probed over IPv6."""
     return Onvif(
         shared=True if shared is None else shared,
         interface_address=environ.get(INTERFACE_ENV) or None,
+        ipv6_interface=environ.get(IPV6_INTERFACE_ENV) or None,
     )

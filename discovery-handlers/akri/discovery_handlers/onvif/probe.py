@@ -1,8 +1,10 @@
 """WS-Discovery over UDP multicast: probing for cameras (and resolving those that answer
 without their service URLs), and hearing their Hello and Bye.
 
-With an interface address, probes leave by that interface only and the listener joins the
-group there; otherwise the OS picks. TTL 1 either way: discovery never leaves the link.
+IPv4 goes to 239.255.255.250: with an interface address, probes leave by that interface only
+and the listener joins the group there; otherwise the OS picks. IPv6, when an interface is
+named, goes to ff02::c on that link (scope id = the interface's index), where link-local
+cameras answer. TTL (hop limit) 1 either way: discovery never leaves the link.
 
 Our own asyncio code, as no maintained async WS-Discovery library exists on PyPI: `wsdiscovery`
 (2.1.2) runs a thread polling a selector with sleeps, its `async` module a placeholder;
@@ -14,12 +16,32 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import struct
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from akri.discovery_handlers.onvif import wsdiscovery
-from akri.discovery_handlers.onvif.wsdiscovery import GROUP, Endpoint, Kind, Message
+from akri.discovery_handlers.onvif.wsdiscovery import GROUP, GROUP6, Endpoint, Kind, Message
 
 ANY = "0.0.0.0"
+ANY6 = "::"
+
+
+@dataclass(frozen=True)
+class Links:
+    """Where WS-Discovery goes: IPv4 always, through the interface with address `ipv4` (None:
+    the OS's choice); IPv6 too when `ipv6` names an interface, to ff02::c on that link only."""
+
+    ipv4: str | None = None
+    ipv6: str | None = None
+
+
+def interface_index(name: str) -> int:
+    """The scope id of link-local addresses and groups on interface `name`."""
+    try:
+        return socket.if_nametoindex(name)
+    except OSError:
+        raise OSError(f"no network interface named {name!r} on this node") from None
 
 
 class _Datagrams(asyncio.DatagramProtocol):
@@ -32,20 +54,92 @@ class _Datagrams(asyncio.DatagramProtocol):
             self._received(message)
 
 
-def _multicast_socket(interface: str | None) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
-    sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
-    if interface is not None:
-        sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(interface))
-    sock.setblocking(False)
-    return sock
+Option = tuple[int, int, int | bytes]  # setsockopt's level, name and value
+
+
+@dataclass(frozen=True)
+class Family:
+    """How to talk WS-Discovery over one address family: the socket options that keep
+    multicast on the chosen link, the wildcard and group addresses, and how to join."""
+
+    domain: socket.AddressFamily
+    options: tuple[Option, ...]
+    any: tuple[str | int, ...]
+    group: tuple[str | int, ...]
+    membership: Option
+
+
+def families_of(links: Links, port: int) -> list[Family]:
+    ipv4_options: tuple[Option, ...] = ((socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1),)
+    if links.ipv4 is not None:
+        address = socket.inet_aton(links.ipv4)
+        ipv4_options += ((socket.IPPROTO_IP, socket.IP_MULTICAST_IF, address),)
+    chosen = [
+        Family(
+            socket.AF_INET,
+            ipv4_options,
+            (ANY, 0),
+            (GROUP, port),
+            (
+                socket.IPPROTO_IP,
+                socket.IP_ADD_MEMBERSHIP,
+                socket.inet_aton(GROUP) + socket.inet_aton(links.ipv4 or ANY),
+            ),
+        )
+    ]
+    if links.ipv6 is not None:
+        index = interface_index(links.ipv6)
+        chosen.append(
+            Family(
+                socket.AF_INET6,
+                (
+                    (socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1),
+                    (socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 1),
+                    (socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, index),
+                ),
+                (ANY6, 0, 0, index),
+                (GROUP6, port, 0, index),
+                (
+                    socket.IPPROTO_IPV6,
+                    socket.IPV6_JOIN_GROUP,
+                    socket.inet_pton(socket.AF_INET6, GROUP6) + struct.pack("@I", index),
+                ),
+            )
+        )
+    return chosen
+
+
+async def datagrams(
+    family: Family, bind: tuple[str | int, ...], received: Callable[[Message], None], join: bool
+) -> asyncio.DatagramTransport:
+    """A non-blocking socket of `family` bound to `bind` (joined to the group when `join`),
+    delivering parsed messages to `received`."""
+    sock = socket.socket(family.domain, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
+    try:
+        for option in family.options:
+            sock.setsockopt(*option)
+        if join:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if hasattr(socket, "SO_REUSEPORT"):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(bind)
+        if join:
+            sock.setsockopt(*family.membership)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    loop = asyncio.get_running_loop()
+    transport, _ = await loop.create_datagram_endpoint(lambda: _Datagrams(received), sock=sock)
+    return transport
 
 
 async def _ask(
-    interface: str | None, port: int, window: float, requests: dict[str, bytes], kind: Kind
+    links: Links, port: int, window: float, requests: dict[str, bytes], kind: Kind
 ) -> list[Endpoint]:
-    """Send each request (by MessageID) to the group; the endpoints of the answers of `kind`
-    relating to one of them within `window` seconds, the answer window WS-Discovery prescribes.
+    """Send each request (by MessageID) to the group on every link; the endpoints of the
+    answers of `kind` relating to one of them within `window` seconds, the answer window
+    WS-Discovery prescribes.
     """
     found: list[Endpoint] = []
 
@@ -53,25 +147,22 @@ async def _ask(
         if message.kind == kind and message.relates_to in requests:
             found.extend(message.endpoints)
 
-    sock = _multicast_socket(interface)
+    transports: list[asyncio.DatagramTransport] = []
     try:
-        sock.bind((ANY, 0))
-    except OSError:
-        sock.close()
-        raise
-    loop = asyncio.get_running_loop()
-    transport, _ = await loop.create_datagram_endpoint(lambda: _Datagrams(received), sock=sock)
-    try:
-        for request in requests.values():
-            transport.sendto(request, (GROUP, port))
+        for family in families_of(links, port):
+            transport = await datagrams(family, family.any, received, join=False)
+            transports.append(transport)
+            for request in requests.values():
+                transport.sendto(request, family.group)
         await asyncio.sleep(window)  # the answer window, not a synchronisation
     finally:
-        transport.close()
+        for transport in transports:
+            transport.close()
     return found
 
 
 async def resolve(
-    interface: str | None, port: int, window: float, endpoints: Iterable[Endpoint]
+    links: Links, port: int, window: float, endpoints: Iterable[Endpoint]
 ) -> dict[str, Endpoint]:
     """The endpoints (by uuid) that answered a Resolve with their XAddrs."""
     requests = {}
@@ -80,50 +171,37 @@ async def resolve(
         requests[message_id] = wsdiscovery.resolve(message_id, endpoint.reference)
     if not requests:
         return {}
-    matches = await _ask(interface, port, window, requests, "ResolveMatches")
+    matches = await _ask(links, port, window, requests, "ResolveMatches")
     return {e.uuid: e for e in matches if e.xaddrs}
 
 
-async def probe(interface: str | None, port: int, window: float) -> dict[str, Endpoint]:
+async def probe(links: Links, port: int, window: float) -> dict[str, Endpoint]:
     """Endpoints (by uuid) answering one Probe, those that left out their XAddrs resolved."""
     message_id = wsdiscovery.new_message_id()
     matches = await _ask(
-        interface, port, window, {message_id: wsdiscovery.probe(message_id)}, "ProbeMatches"
+        links, port, window, {message_id: wsdiscovery.probe(message_id)}, "ProbeMatches"
     )
     found = {e.uuid: e for e in matches}
     unresolved = [e for e in found.values() if not e.xaddrs]
-    found.update(await resolve(interface, port, window, unresolved))
+    found.update(await resolve(links, port, window, unresolved))
     return found
 
 
 class Announcements:
-    """Hello and Bye messages heard on the group, queued for the handler."""
+    """Hello and Bye messages heard on the group (on every link), queued for the handler."""
 
     def __init__(self) -> None:
         self.queue: asyncio.Queue[Message] = asyncio.Queue()
-        self._transport: asyncio.DatagramTransport | None = None
+        self._transports: list[asyncio.DatagramTransport] = []
 
-    async def start(self, interface: str | None, port: int) -> None:
-        sock = _multicast_socket(interface)
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if hasattr(socket, "SO_REUSEPORT"):
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-            sock.bind((GROUP, port))
-            membership = socket.inet_aton(GROUP) + socket.inet_aton(interface or ANY)
-            sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, membership)
-        except OSError:
-            sock.close()
-            raise
-        loop = asyncio.get_running_loop()
-        self._transport, _ = await loop.create_datagram_endpoint(
-            lambda: _Datagrams(self._heard), sock=sock
-        )
+    async def start(self, links: Links, port: int) -> None:
+        for family in families_of(links, port):
+            self._transports.append(await datagrams(family, family.group, self._heard, join=True))
 
     def _heard(self, message: Message) -> None:
         if message.kind in ("Hello", "Bye"):
             self.queue.put_nowait(message)
 
     def close(self) -> None:
-        if self._transport is not None:
-            self._transport.close()
+        for transport in self._transports:
+            transport.close()

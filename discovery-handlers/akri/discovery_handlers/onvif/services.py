@@ -47,6 +47,7 @@ from zeep.exceptions import Error as ZeepError
 from zeep.proxy import AsyncServiceProxy
 from zeep.wsdl import Document
 
+from akri.discovery_handlers.onvif.camera import with_zone
 from akri.discovery_handlers.onvif.credentials import Credentials
 
 log = logging.getLogger(__name__)
@@ -136,15 +137,23 @@ class AnswerTransport(Protocol):
 
 
 class Transport:
-    """zeep's async transport over the handler's aiohttp session, bounded in time and size."""
+    """zeep's async transport over the handler's aiohttp session, bounded in time and size;
+    link-local IPv6 hosts (of every URL a camera gives, media services too) are reached through
+    the interface `ipv6_zone`."""
 
-    def __init__(self, session: aiohttp.ClientSession, timeout: float) -> None:
+    def __init__(
+        self, session: aiohttp.ClientSession, timeout: float, ipv6_zone: str | None = None
+    ) -> None:
         self._session = session
         self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._zone = ipv6_zone
 
     async def post_xml(self, address: str, envelope: Any, headers: Mapping[str, str]) -> Answer:
         async with self._session.post(
-            address, data=etree.tostring(envelope), headers=headers, timeout=self._timeout
+            with_zone(address, self._zone),
+            data=etree.tostring(envelope),
+            headers=headers,
+            timeout=self._timeout,
         ) as reply:
             content = bytearray()
             async for chunk in reply.content.iter_any():

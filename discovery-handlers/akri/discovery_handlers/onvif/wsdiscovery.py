@@ -20,6 +20,7 @@ from akri.discovery_handlers.onvif.safexml import UnsafeXml, first, local, parse
 log = logging.getLogger(__name__)
 
 GROUP = "239.255.255.250"
+GROUP6 = "ff02::c"  # link-local scope: the same link as IPv4's TTL 1
 PORT = 3702
 SOAP_ENV = "http://www.w3.org/2003/05/soap-envelope"
 ADDRESSING = "http://schemas.xmlsoap.org/ws/2004/08/addressing"
