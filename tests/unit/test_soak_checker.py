@@ -180,6 +180,18 @@ def test_a_deleted_or_finished_pod_uses_nothing() -> None:
     assert rules(checker, found, replace(found, at=100)) == []
 
 
+def test_a_slot_kept_for_a_deleted_pod_says_the_kubelet_still_lists_it() -> None:
+    """Which side is wrong: the agent that keeps a slot no container uses, or the kubelet
+    that still lists a container of a pod the API no longer has."""
+    checker = Checker(BOUNDS)
+    state = [instance(usage={f"{A}-0": "node-a"})]
+    uses = [il("node-a", "gone", 0)]
+    found = Snapshot(0, {A: state[0]}, {}, uses, {("node-a", A), ("node-b", A)}, NODES)
+    (violation,) = [*checker.check(found), *checker.check(replace(found, at=10.5))]
+    assert violation.rule == "stale"
+    assert violation.message.endswith("(its kubelet still lists it for default/gone (deleted))")
+
+
 def test_a_visible_device_needs_an_instance_listing_its_node() -> None:
     checker = Checker(BOUNDS)
     only_a = [instance(nodes=["node-a"])]

@@ -174,7 +174,7 @@ class Checker:
                 holders.setdefault(slot, set()).add((use.node, use.pod))
         yield from self._shared_slots(holders)
         yield from self._over_capacity(snapshot, holders)
-        yield from _stale_holdings(slots, uses)
+        yield from _stale_holdings(slots, uses, snapshot)
         yield from _discovery(snapshot)
 
     def _shared_slots(
@@ -270,14 +270,20 @@ class _Slots:
         return isinstance(holder, ConfigurationHolder) and holder.node == use.node
 
 
-def _stale_holdings(slots: _Slots, uses: Iterable[Use]) -> Iterable[_Problem]:
+def _stale_holdings(slots: _Slots, uses: Iterable[Use], snapshot: Snapshot) -> Iterable[_Problem]:
     used = {(slot, use.node) for use in uses if (slot := slots.of(use)) is not None}
     for slot, holder in sorted(slots.held.items()):
         if (slot, holder.node) not in used:
+            listed = sorted(
+                f"{use.pod} ({snapshot.pods.get(use.pod) or 'deleted'})"
+                for use in snapshot.uses
+                if use.node == holder.node and slots.of(use) == slot
+            )
+            why = f" (its kubelet still lists it for {', '.join(listed)})" if listed else ""
             yield _Problem(
                 "stale",
                 slot,
-                f"{slot[1]} is held ({holder}) but no container on {holder.node} uses it",
+                f"{slot[1]} is held ({holder}) but no container on {holder.node} uses it{why}",
                 holder.node,
             )
 

@@ -17,14 +17,13 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import grpc
 from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri import naming
 from akri.api import crd_definitions
@@ -38,10 +37,10 @@ from akri.sim.kubelet.node import NodeBridge
 from akri.sim.scheduler import Scheduler
 from akri.sim.soak.checker import InstanceView, Snapshot, Use
 from akri.sim.soak.plan import Layout
+from akri.sim.soak.user import NAMESPACE, User
 
 log = logging.getLogger(__name__)
 
-NAMESPACE = "default"
 LEASE = "akri-controller"
 CONTROLLERS = 2
 RESTART_DELAY_S = 1.0
@@ -148,6 +147,7 @@ class Harness:
         self.controllers: list[Program] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._api: client.ApiClient | None = None
+        self._user: User | None = None
         self._restarts: set[asyncio.Task[None]] = set()
         self.api_faulted = False
         self.started = time.monotonic()
@@ -161,6 +161,7 @@ class Harness:
         await self.server.apply_definitions(crd_definitions())
         self.server.operations.store.listeners.append(self._store_changed)
         self._api = await load_client(kubeconfig)
+        self._user = User(self._api)
         (self.workdir / "logs").mkdir(exist_ok=True)
         for name in self.layout.nodes:
             node = self._node(name, kubeconfig)
@@ -281,6 +282,12 @@ class Harness:
             raise RuntimeError("the harness is not running")
         return self._api
 
+    @property
+    def user(self) -> User:
+        if self._user is None:
+            raise RuntimeError("the harness is not running")
+        return self._user
+
     def set_offline(self, node: str, description: str, offline: bool) -> None:
         target = self.nodes[node]
         (target.offline.add if offline else target.offline.discard)(description)
@@ -320,47 +327,7 @@ class Harness:
         store = self.server.operations.store
         for pod in store.objects(("", "pods"), NAMESPACE):
             if pod["spec"].get("nodeName") == node:
-                await self.delete_pod(pod["metadata"]["name"])
-
-    async def delete_pod(self, name: str) -> None:
-        await self.user(
-            lambda core: core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)
-        )
-
-    async def create(self, plural: str, body: dict[str, Any]) -> None:
-        """Create an akri object as `kubectl create` does."""
-        await self.custom(
-            lambda custom: custom.create_namespaced_custom_object(
-                naming.GROUP, naming.VERSION, NAMESPACE, plural, body
-            )
-        )
-
-    async def user(
-        self, call: Callable[[client.CoreV1Api], Awaitable[Any]], deadline_s: float = 60
-    ) -> bool:
-        """A request as a user makes it: retried through API faults until the deadline.
-        False when it did not go through (a 404 on delete counts as done)."""
-        core = client.CoreV1Api(self.api)
-        end = time.monotonic() + deadline_s
-        while True:
-            try:
-                async with asyncio.timeout(10):
-                    await call(core)
-                return True
-            except ApiException as error:
-                if error.status == 404:
-                    return True
-                if error.status == 409 and error.reason == "AlreadyExists":
-                    return True
-            except (TimeoutError, OSError) as error:
-                log.debug("user request failed: %r", error)
-            if time.monotonic() > end:
-                return False
-            await asyncio.sleep(0.5)
-
-    async def custom(self, call: Callable[[client.CustomObjectsApi], Awaitable[Any]]) -> bool:
-        custom = client.CustomObjectsApi(self.api)
-        return await self.user(lambda _core: call(custom))
+                await self.user.delete_pod(pod["metadata"]["name"])
 
     def _store_changed(self, key: tuple[str, str], event: Any) -> None:
         if key != ("", "pods"):

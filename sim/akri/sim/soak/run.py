@@ -17,8 +17,9 @@ from akri import naming
 from akri.sim.manifests import debug_echo_configuration, pod
 from akri.sim.report import Row, row_line
 from akri.sim.soak.checker import Bounds, Checker
-from akri.sim.soak.harness import NAMESPACE, Harness, Timing
+from akri.sim.soak.harness import Harness, Timing
 from akri.sim.soak.plan import Event, Layout
+from akri.sim.soak.user import NAMESPACE
 
 CHECK_INTERVAL_S = 1.0
 SETTLE_DEADLINE_S = 180.0
@@ -147,7 +148,7 @@ class Soak:
         layout = self.harness.layout
         for name, (descriptions, capacity, unique) in layout.configurations.items():
             body = debug_echo_configuration(name, descriptions, capacity, uniqueDevices=unique)
-            await self.harness.create("configurations", body)
+            await self.harness.user.create("configurations", body)
         await self._settle("the cluster to start", Checker(self.checker.bounds))
         self.say(f"soak: cluster up, {len(self.plan)} events planned")
         ticker = asyncio.create_task(self._tick(), name="soak-checks")
@@ -319,18 +320,8 @@ class Soak:
         body: Any = pod(event.pod, event.node, event.resource, event.count, init=event.init)
         harness.pod_created[event.pod] = time.monotonic()
 
-        async def create() -> None:
-            await harness.user(lambda core: core.create_namespaced_pod(NAMESPACE, body))
-
-        async def delete() -> None:
-            await harness.user(
-                lambda core: core.delete_namespaced_pod(
-                    event.pod, NAMESPACE, grace_period_seconds=0
-                )
-            )
-
-        self._later(0, create)
-        self._later(event.duration, delete)
+        self._later(0, lambda: harness.user.create_pod(body))
+        self._later(event.duration, lambda: harness.user.delete_pod(event.pod))
 
     async def _node_loss(self, event: Event) -> None:
         harness = self.harness
@@ -350,12 +341,8 @@ class Soak:
 
     async def _capacity(self, event: Event) -> None:
         harness = self.harness
-        patch = {"spec": {"capacity": event.count}}
-        await harness.custom(
-            lambda custom: custom.patch_namespaced_custom_object(
-                naming.GROUP, naming.VERSION, NAMESPACE, "configurations", event.resource, patch
-            )
-        )
+        if not await harness.user.set_capacity(event.resource, event.count):
+            self.say(f"soak: capacity of {event.resource} not set to {event.count}")
 
         def applied() -> bool:
             store = harness.server.operations.store
