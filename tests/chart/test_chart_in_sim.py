@@ -2,10 +2,10 @@
 
 The install command is the one the README and the user guide give; Helm waits for the agent
 DaemonSet and the controller Deployment to be Ready (real `akri-agent` and `akri-controller`
-processes with the chart's environment, mounts and probes), the debugEcho example reaches
-Running brokers, every documented kubectl command works on the result, an upgrade keeps the
-running brokers' slots, and the documented uninstall (Configurations first, then `helm
-uninstall`) leaves none of the release's objects.
+processes with the chart's environment, mounts, probes and service accounts, authorized by
+RBAC), the debugEcho example reaches Running brokers, every documented kubectl command works
+on the result, an upgrade keeps the running brokers' slots, and the documented uninstall
+(Configurations first, then `helm uninstall`) leaves none of the release's objects.
 """
 
 from __future__ import annotations
@@ -47,7 +47,9 @@ INSTANCE_LABEL = "app.kubernetes.io/instance"
 @pytest.fixture
 async def cluster(socket_dir: Path) -> AsyncIterator[Cluster]:
     options = RuntimeOptions(backoff_initial_s=0.2, backoff_max_s=2.0)
-    async with Cluster(["node-0"], workdir=socket_dir, processes=options) as running:
+    async with Cluster(
+        ["node-0"], workdir=socket_dir, processes=options, authorization=True
+    ) as running:
         yield running
 
 

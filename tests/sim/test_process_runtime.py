@@ -190,3 +190,26 @@ async def test_failing_probes_unready_and_restart_a_container(
     conditions = json.loads(await kubectl("get", "pod", "alive", "-o", "json"))["status"]
     ready = next(c for c in conditions["conditions"] if c["type"] == "Ready")
     assert ready["status"] == "False"
+
+
+async def test_a_cluster_stopped_while_a_pod_is_terminating_leaves_no_process_or_task(
+    cluster: Cluster, kubectl: Kubectl, tmp_path: Path
+) -> None:
+    """The bridge is cancelled while it waits out a pod's grace period: the pod's process is
+    still stopped (SIGKILL after the grace) and no task waiting on it is left (the autouse
+    leak checks fail the test otherwise)."""
+    terminated = cluster.workdir / "terminated"
+    stubborn = pod(
+        "stubborn",
+        {"command": ["sh", "-c", f"trap 'touch {terminated}' TERM; while :; do sleep 0.1; done"]},
+    )
+    stubborn["spec"]["terminationGracePeriodSeconds"] = 3
+    await apply(kubectl, tmp_path, stubborn)
+
+    async def running() -> bool:
+        return bool((await container_status(kubectl, "stubborn")).get("state", {}).get("running"))
+
+    await eventually(running, "the stubborn pod running", 30)
+    await kubectl("delete", "pod", "stubborn", "--wait=false")
+    await eventually(terminated.exists, "SIGTERM to the stubborn pod", 30)
+    # the cluster stops now, inside the pod's grace period

@@ -216,10 +216,12 @@ class NodeBridge:
             pod = pods.get(uid)
             if pod is None or _phase(pod) in objects.TERMINAL_PHASES:
                 self._kubelet.remove_pod(uid)  # deleted or completed: its devices are free
-        for uid in list(self._runtimes):
+        for uid, runtime in list(self._runtimes.items()):
             pod = pods.get(uid)
             if pod is None or _phase(pod) in objects.TERMINAL_PHASES:
-                await self._runtimes.pop(uid).stop()
+                # Forgotten only once stopped: a bridge cancelled meanwhile stops it in run().
+                await runtime.stop()
+                del self._runtimes[uid]
         for uid in self._outcomes.keys() - pods.keys():
             del self._outcomes[uid]
             self._written.discard(uid)

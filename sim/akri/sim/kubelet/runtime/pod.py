@@ -404,7 +404,9 @@ class PodRuntime:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
         try:
-            await asyncio.wait_for(asyncio.shield(process.wait()), grace)
+            # No shield: a cancelled stop must leave no task waiting on the process behind.
+            async with asyncio.timeout(grace):
+                await process.wait()
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
