@@ -70,6 +70,8 @@ COMBINATIONS: dict[str, dict[str, Any]] = {
     "cert-manager": {
         "webhook": {"certManager": {"enabled": True}, "failurePolicy": "Fail"},
     },
+    "dra": {"mode": "dra"},
+    "dra-auto": {"mode": "auto", "agent": {"cdiDir": "/etc/cdi"}},
     "single-controller-namespaced": {
         "controller": {"replicas": 1, "leaderElection": {"enabled": False}},
         "watchNamespace": "devices",
@@ -232,6 +234,75 @@ def test_secrets_and_configmaps_are_readable_only_when_enabled() -> None:
     assert {"secrets", "configmaps"} <= agent_resources("all-handlers-and-examples")
 
 
+DRA_MOUNTS = {
+    "/var/lib/kubelet/plugins_registry": "Directory",
+    "/var/lib/kubelet/plugins": "DirectoryOrCreate",
+    "/var/run/cdi": "DirectoryOrCreate",
+}
+RESOURCE_GROUP = "resource.k8s.io"
+
+
+def resource_rules(combination: str, component: str) -> list[dict[str, Any]]:
+    role = the(combination, "ClusterRole", f"-{component}")
+    return [r for r in role["rules"] if RESOURCE_GROUP in r["apiGroups"]]
+
+
+def test_device_plugin_mode_has_no_dra_mounts_or_rights() -> None:
+    agent = the("defaults", "DaemonSet", "-agent")["spec"]["template"]["spec"]
+    assert not {v["hostPath"]["path"] for v in agent["volumes"]} & DRA_MOUNTS.keys()
+    assert env(agent["containers"][0])["AKRI_MODE"] == "device-plugin"
+    controller = the("defaults", "Deployment", "-controller")["spec"]["template"]["spec"]
+    assert env(controller["containers"][0])["AKRI_MODE"] == "device-plugin"
+    assert resource_rules("defaults", "agent") == []
+    assert resource_rules("defaults", "controller") == []
+    nodes = [
+        r for r in the("defaults", "ClusterRole", "-agent")["rules"] if "nodes" in r["resources"]
+    ]
+    assert nodes == []
+
+
+@pytest.mark.parametrize("combination", ["dra", "dra-auto"])
+def test_dra_mode_mounts_the_kubelet_plugin_dirs_and_grants_resource_k8s_io(
+    combination: str,
+) -> None:
+    mode = {"dra": "dra", "dra-auto": "auto"}[combination]
+    cdi = {"dra": "/var/run/cdi", "dra-auto": "/etc/cdi"}[combination]
+    agent = the(combination, "DaemonSet", "-agent")["spec"]["template"]["spec"]
+    (container,) = agent["containers"]
+    variables = env(container)
+    assert variables["AKRI_MODE"] == mode
+    assert variables["PLUGINS_REGISTRY_DIR"] == "/var/lib/kubelet/plugins_registry"
+    assert variables["KUBELET_PLUGINS_DIR"] == "/var/lib/kubelet/plugins"
+    assert variables["CDI_DIR"] == cdi
+    wanted = {**DRA_MOUNTS}
+    del wanted["/var/run/cdi"]
+    wanted[cdi] = "DirectoryOrCreate"
+    volumes = {v["hostPath"]["path"]: v["hostPath"]["type"] for v in agent["volumes"]}
+    assert wanted.items() <= volumes.items()
+    mounted = {m["mountPath"] for m in container["volumeMounts"]}
+    assert wanted.keys() <= mounted
+    controller = the(combination, "Deployment", "-controller")["spec"]["template"]["spec"]
+    assert env(controller["containers"][0])["AKRI_MODE"] == mode
+    assert resource_rules(combination, "agent") == [
+        {
+            "apiGroups": [RESOURCE_GROUP],
+            "resources": ["resourceslices"],
+            "verbs": ["list", "create", "update", "delete"],
+        }
+    ]
+    assert {
+        "apiGroups": [""],
+        "resources": ["nodes"],
+        "verbs": ["get"],
+    } in the(combination, "ClusterRole", "-agent")["rules"]
+    assert {
+        (r["resources"][0], tuple(r["verbs"])) for r in resource_rules(combination, "controller")
+    } == {
+        ("resourceslices", ("list", "create", "update", "delete")),
+        ("deviceclasses", ("get", "list", "create", "update", "delete")),
+    }
+
+
 def test_example_configurations_carry_their_values() -> None:
     configurations = {
         c["spec"]["discoveryHandler"]["name"]: Configuration.model_validate(c)
@@ -281,6 +352,7 @@ REFUSED = {
     "bad-duration": ({"agent": {"offlineGrace": "five minutes"}}, "at '/agent/offlineGrace'"),
     "relative-path": ({"agent": {"devicePluginsDir": "var/lib"}}, "at '/agent/devicePluginsDir'"),
     "unknown-top-level": ({"agnet": {}}, "additional properties 'agnet' not allowed"),
+    "unknown-mode": ({"mode": "kubelet"}, "at '/mode'"),
     "two-acting-controllers": (
         {"controller": {"leaderElection": {"enabled": False}}},
         "controller.replicas > 1 needs controller.leaderElection.enabled",

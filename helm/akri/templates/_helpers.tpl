@@ -36,8 +36,15 @@ app.kubernetes.io/component: {{ .component }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
 
+{{/* Whether DRA may be used (mode dra or auto): DRA mounts and RBAC only then. */}}
+{{- define "akri.dra" -}}
+{{- if ne .Values.mode "device-plugin" }}true{{ end -}}
+{{- end -}}
+
 {{/* Environment every component reads the same way. */}}
 {{- define "akri.commonEnv" -}}
+- name: AKRI_MODE
+  value: {{ .Values.mode | quote }}
 - name: LOG_LEVEL
   value: {{ .Values.logLevel | quote }}
 - name: LOG_FORMAT
