@@ -17,11 +17,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from akri.sim.cluster import Cluster, RuntimeOptions
 from tests.chart.docs_commands import commands, helm_install
 from tests.chart.helm_render import HelmSession
+from tests.chart.rbac_use import Grant, grants, used
 from tests.kubectl import Kubectl, needs_kubectl
 from tests.support import eventually
 
@@ -63,6 +65,64 @@ def merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 async def items(kubectl: Kubectl, *args: str) -> list[dict[str, Any]]:
     listed: list[dict[str, Any]] = json.loads(await kubectl("get", *args, "-o", "json"))["items"]
     return listed
+
+
+# Grants the run above may not use, and why each is still needed.
+NOT_ALWAYS_USED: dict[str, dict[Grant, str]] = {
+    "agent": {
+        Grant("", "events", "create"): "Warning Events on a Configuration with a problem on "
+        "this node (agent/status.py) and on pods whose slots conflict (plugins/reclaim.py)",
+        Grant("akri.sh", "instances", "get"): "a guarded write reads the Instance again "
+        "after a 409 (akri.kube.guarded): only when two writers race",
+        Grant("akri.sh", "instances", "delete"): "the agent of the last node that saw a "
+        "device deletes its Instance once the device is gone (publisher.py)",
+        Grant("akri.sh", "instances/status", "update"): "slot conflict conditions "
+        "(plugins/reclaim.py): only when two holders claim one slot",
+    },
+    "controller": {
+        Grant("", "services", "update"): "a Configuration's service spec edited while its "
+        "Services exist (controller/services.py)",
+        Grant("", "services", "delete"): "a service spec removed from a Configuration; "
+        "Services of deleted Instances go by their owner references",
+        Grant("akri.sh", "configurations", "get"): "a guarded status write reads the "
+        "Configuration again after a 409 (akri.kube.guarded)",
+        Grant("akri.sh", "instances", "get"): "node loss: a guarded write re-reads the "
+        "Instance after a 409 (controller/node_loss.py)",
+        Grant("akri.sh", "instances", "update"): "node loss: a lost node is taken out of "
+        "nodes and its slots freed (controller/node_loss.py)",
+        Grant("akri.sh", "instances", "delete"): "node loss: an Instance no node sees any "
+        "more is deleted (controller/node_loss.py)",
+        Grant("batch", "jobs", "create"): "brokers of Configurations with a brokerJobSpec "
+        "(the debugEcho example has a brokerPodSpec)",
+        Grant("batch", "jobs", "delete"): "Job brokers of Instances that are gone",
+    },
+}
+
+
+async def rbac_was_exact(cluster: Cluster, kubectl: Kubectl, namespace: str) -> None:
+    """Every call each component made was allowed, and every grant of its roles was used (or
+    is named in NOT_ALWAYS_USED with the reason)."""
+    url = f"{cluster.server.url}/_sim/access"
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        calls = await response.json()
+    excess = {}
+    for component in ("agent", "controller"):
+        account = f"akri-{component}"
+        user = f"system:serviceaccount:{namespace}:{account}"
+        made = [c for c in calls if c["user"] == user]
+        assert made, f"no calls of {user} recorded"
+        assert [c for c in made if not c["allowed"]] == []
+        rules = [
+            rule
+            for role in await items(kubectl, "clusterroles,roles", "-A", "-l",
+                                    f"app.kubernetes.io/component={component}")
+            for rule in role["rules"]
+        ]  # fmt: skip
+        granted = grants(rules)
+        explained = NOT_ALWAYS_USED[component]
+        assert explained.keys() <= granted, f"{component}: explained grants no role has"
+        excess[component] = sorted(granted - used(granted, made) - explained.keys())
+    assert excess == {"agent": [], "controller": []}, f"grants no call used: {excess}"
 
 
 @pytest.mark.timeout(600)
@@ -120,6 +180,7 @@ async def test_the_documented_install_runs_brokers_survives_an_upgrade_and_unins
             ) or None
 
         await eventually(released, "Instances and brokers gone", 60)
+        await rbac_was_exact(cluster, kubectl, install.namespace)
         uninstalled = await helm("uninstall", install.release, install.namespace)
         assert "error" not in uninstalled, uninstalled
 
