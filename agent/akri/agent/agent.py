@@ -23,8 +23,10 @@ from akri.agent.discovery.kube_properties import kube_reader
 from akri.agent.discovery.registration import RegistrationServer
 from akri.agent.discovery.registry import HandlerRegistry
 from akri.agent.dra_slices import LocalSlices
+from akri.agent.instance_reports import InstanceReporter
 from akri.agent.instances import InstanceCache
 from akri.agent.plugins import Allocations, PluginManager, Reclaimer
+from akri.agent.plugins.problems import PluginProblems
 from akri.agent.runner import RunnerEnv
 from akri.agent.settings import AgentSettings
 from akri.agent.status import StatusReporter
@@ -151,6 +153,12 @@ class Agent:
             device_plugins_dir=settings.device_plugins_dir,
             allocate_timeout=settings.allocate_timeout,
             device_extras=configurations.extras,
+            problems=PluginProblems(
+                InstanceReporter(cache, settings.agent_node_name),
+                StatusReporter(cache.api_client, settings.agent_node_name),
+                configurations.get,
+                cache.configuration_of,
+            ),
         )
         configurations.on_change = plugins.configurations_changed
         reclaimer = Reclaimer(

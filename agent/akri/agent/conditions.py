@@ -1,4 +1,5 @@
-"""Pure: this node's row in a Configuration's status, and the conditions computed from all rows.
+"""Pure: this node's row in a Configuration's (or Instance's) status, and the conditions
+computed from all rows.
 
 Every agent reports on the same Configuration and agents may honestly disagree (a handler
 registered on one node only), so each node writes only its own row of `status.nodes`, and only
@@ -13,9 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from datetime import datetime
+from typing import TypeVar
 
 from akri.agent.discovery.model import Status
-from akri.api import NODE_PROBLEMS, ConditionType, ConfigurationStatus
+from akri.api import (
+    NODE_PROBLEMS,
+    ConditionType,
+    ConfigurationStatus,
+    InstanceConditionType,
+    InstanceStatus,
+)
 from akri.node_reports import aggregated, with_problems
 
 DISCOVERY_PROBLEMS = (
@@ -33,6 +41,9 @@ RUNNER_PROBLEMS = tuple(
 a valid spec, perhaps the last one, while the stored one is invalid)."""
 
 
+S = TypeVar("S", ConfigurationStatus, InstanceStatus)
+
+
 def explained(status: Status, handler: str, registered: Collection[str]) -> Status:
     """`status` with the handlers this node does have, when the wanted one is not registered."""
     if status.condition is not ConditionType.HANDLER_UNAVAILABLE or handler in registered:
@@ -46,18 +57,36 @@ def discovery_problems(status: Status) -> dict[str, str]:
     return {} if status.ok else {status.condition.value: status.message}
 
 
+INSTANCE_PROBLEMS: tuple[str, ...] = (
+    InstanceConditionType.PLUGIN_UNAVAILABLE,
+    InstanceConditionType.DEVICE_OFFLINE,
+)
+"""The problems nodes report per node on an Instance (SlotConflict has rules of its own)."""
+
+
 def updated_status(
-    status: ConfigurationStatus,
+    status: S,
     node: str,
     types: Collection[str],
     problems: Mapping[str, str],
     generation: int | None,
     now: datetime,
-) -> ConfigurationStatus | None:
-    """`status` after `node` reports `problems` of `types`; None when it says that already."""
-    rows = with_problems(status.nodes, node, types, problems, keep_empty=True)
+) -> S | None:
+    """`status` (of a Configuration or an Instance) after `node` reports `problems` of `types`;
+    None when it says that already.
+
+    On an Instance only nodes with a problem have a row (a healthy node costs the Instance,
+    which every allocation rewrites, nothing) and there is no Ready.
+    """
+    configuration = isinstance(status, ConfigurationStatus)
+    rows = with_problems(status.nodes, node, types, problems, keep_empty=configuration)
     conditions = aggregated(
-        status.conditions, rows, NODE_PROBLEMS, ready=True, generation=generation, now=now
+        status.conditions,
+        rows,
+        NODE_PROBLEMS if configuration else INSTANCE_PROBLEMS,
+        ready=configuration,
+        generation=generation,
+        now=now,
     )
     if rows == status.nodes and conditions == status.conditions:
         return None

@@ -107,6 +107,11 @@ class InstanceCache:
     def get(self, namespace: str, name: str) -> Instance | None:
         return self._parsed.get((namespace, name))
 
+    def configuration_of(self, namespace: str, name: str) -> str | None:
+        """The Configuration of a known Instance."""
+        found = self.get(namespace, name)
+        return None if found is None else found.spec.configuration_name
+
     def of_configuration(self, namespace: str, configuration: str) -> list[Instance]:
         return list(self._by_configuration.get((namespace, configuration), {}).values())
 

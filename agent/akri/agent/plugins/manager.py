@@ -31,6 +31,7 @@ from akri.agent.plugins.group_commit import GroupCommit
 from akri.agent.plugins.instance_level import InstancePlugin
 from akri.agent.plugins.kubelet_watch import WATCH_INTERVAL_S, KubeletWatch
 from akri.agent.plugins.plugin import CONCURRENT_REGISTRATIONS, Plugin, register_backoff
+from akri.agent.plugins.problems import PluginProblems
 from akri.agent.plugins.response import DeviceExtras, no_extras
 from akri.agent.plugins.servicer import PluginEnv, PluginServicer
 from akri.api import Instance
@@ -65,7 +66,9 @@ class PluginManager:
         device_extras: DeviceExtras = no_extras,
         watch_interval: float = WATCH_INTERVAL_S,
         register_backoff: Callable[[], Backoff] = register_backoff,
+        problems: PluginProblems | None = None,
     ) -> None:
+        """`problems`, when given, is told which plugins cannot serve (and why)."""
         self._cache = cache
         self._configurations = configurations
         self._node = node
@@ -89,6 +92,8 @@ class PluginManager:
         self._everything = True  # the next round decides everything again
         self._changed: set[Key] = set()  # Instances changed since the last round
         self._running: dict[str, tuple[Plugin, asyncio.Task[None]]] = {}
+        self._problems = problems
+        self._problems_changed = asyncio.Event()
 
     @property
     def plugins(self) -> dict[str, Plugin]:
@@ -118,6 +123,8 @@ class PluginManager:
         try:
             async with asyncio.TaskGroup() as tasks:
                 tasks.create_task(self._watch.run(lambda: self.plugins.values()))
+                if self._problems is not None:
+                    tasks.create_task(self._report_problems(self._problems))
                 with self._cache.subscribe() as changes:
                     tasks.create_task(self._follow(changes))
                     await self._cache.synced.wait()
@@ -174,6 +181,25 @@ class PluginManager:
             if wanted is not None and resource not in self._running:
                 self._start(wanted)
 
+    async def _report_problems(self, problems: PluginProblems) -> None:
+        """Report the running plugins' problems whenever one changes; retry what fails."""
+        backoff = self._backoff()
+        while True:
+            await self._problems_changed.wait()
+            self._problems_changed.clear()
+            current = {
+                plugin.spec: plugin.problem
+                for plugin, _ in self._running.values()
+                if plugin.problem is not None
+            }
+            try:
+                await problems.report(current)
+                backoff.reset()
+            except Exception as error:  # the API may be down: report again later
+                log.warning("reporting device plugin problems failed: %s; retrying", error)
+                await asyncio.sleep(backoff.next_delay())
+                self._problems_changed.set()
+
     def _start(self, spec: PluginSpec) -> None:
         servicer = _SERVICERS[spec.level](spec, self._env)
         plugin = Plugin(
@@ -183,6 +209,7 @@ class PluginManager:
             backoff=self._backoff,
             turns=self._registrations,
         )
+        plugin.on_problem = self._problems_changed.set
         task = asyncio.create_task(plugin.run(), name=f"plugin {spec.resource}")
         self._running[spec.resource] = (plugin, task)
         log.info("started %s", spec)
@@ -191,4 +218,6 @@ class PluginManager:
         plugin, task = self._running.pop(resource)
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+        if plugin.problem is not None:
+            self._problems_changed.set()  # a stopped plugin's problem is withdrawn
         log.info("stopped %s", plugin.spec)

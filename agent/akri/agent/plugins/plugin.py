@@ -52,8 +52,9 @@ class Plugin:
         self.spec: PluginSpec = servicer.spec
         self.registered = False
         """Whether the kubelet accepted the current incarnation and no sign has called for more."""
-        self.problem: str | None = None
-        """Why the last attempt to serve or register failed; None once registered."""
+        self._problem: str | None = None
+        self.on_problem: Callable[[], None] = lambda: None
+        """Called whenever `problem` changes."""
         self._warn_once = OnceLog(log)
         self.server: PluginServer | None = None
         self._servicer = servicer
@@ -67,6 +68,16 @@ class Plugin:
         self._registering = False
         self._registered_on: Identity | None = None
         servicer.stream_listener = self._stream_opened
+
+    @property
+    def problem(self) -> str | None:
+        """Why the last attempt to serve or register failed; None once registered."""
+        return self._problem
+
+    def _set_problem(self, problem: str | None) -> None:
+        if problem != self._problem:
+            self._problem = problem
+            self.on_problem()
 
     def check(self, kubelet: Identity | None) -> None:
         """The kubelet watch's tick: wake up when the kubelet is new or our socket is gone."""
@@ -84,7 +95,7 @@ class Plugin:
                 self.registered = False
                 if await self._attempt():
                     self.registered = True
-                    self.problem = None
+                    self._set_problem(None)
                     backoff.reset()
                     await self._wake.wait()
                 else:
@@ -105,10 +116,10 @@ class Plugin:
                     await self._new_incarnation()
                 return await self._register()
         except (grpc.RpcError, OSError, ValueError) as error:
-            self.problem = f"cannot serve or register {self.spec.resource}: {error}"
+            self._set_problem(f"cannot serve or register {self.spec.resource}: {error}")
             self._warn_once(f"{self.spec}: {self.problem} (retrying; logged once)")
         except Exception:  # retried: a plugin must never take the agent down
-            self.problem = f"unexpected error while serving {self.spec.resource}"
+            self._set_problem(f"unexpected error while serving {self.spec.resource}")
             self._warn_once(f"{self.spec}: {self.problem}", exc_info=True)
         return False
 
@@ -134,7 +145,10 @@ class Plugin:
                 self.server.register(self._kubelet_socket, self._register_timeout)
             )
         except grpc.aio.AioRpcError as error:
-            log.warning("%s: kubelet refused registration: %s", self.spec, error.details())
+            self._set_problem(
+                f"the kubelet refused to register {self.spec.resource}: {error.details()}"
+            )
+            self._warn_once(f"{self.spec}: {self.problem} (retrying; logged once)")
             return False
         finally:
             self._registering = False
