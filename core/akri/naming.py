@@ -71,11 +71,13 @@ def slot_ids(instance: str, capacity: int) -> list[str]:
 
 def slot_index(instance: str, slot: str) -> int | None:
     """Index of `slot` in `instance`, or None when it is not one of its slot ids."""
-    prefix = f"{instance}-"
-    if not slot.startswith(prefix):
+    # Called for every deviceUsage key on every Instance change: no string is built to compare.
+    n = len(instance)
+    if len(slot) <= n + 1 or slot[n] != "-" or not slot.startswith(instance):
         return None
-    tail = slot[len(prefix) :]
-    return int(tail) if tail.isdigit() and (tail == "0" or not tail.startswith("0")) else None
+    tail = slot[n + 1 :]
+    canonical = tail.isascii() and tail.isdigit() and (tail == "0" or tail[0] != "0")
+    return int(tail) if canonical else None
 
 
 def cl_device_id(configuration: str, n: int) -> str:

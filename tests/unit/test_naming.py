@@ -43,6 +43,9 @@ def test_resource_and_virtual_device_names() -> None:
         ("cfg-8120fe-x", None),
         ("other-8120fe-1", None),
         ("cfg-8120fe--1", None),
+        ("cfg-8120fe-\u0663", None),  # a digit, but not ASCII: slot_id never writes it
+        ("cfg-8120fe0-1", None),
+        ("cfg-8120f", None),
     ],
 )
 def test_slot_index_accepts_only_canonical_ids(device: str, expected: int | None) -> None:

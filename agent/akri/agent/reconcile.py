@@ -25,7 +25,7 @@ from akri.agent.discovery.model import Device
 from akri.agent.plugins.response import MAX_ENV_VALUE_BYTES
 from akri.api import Configuration, Instance, new_instance
 from akri.api.pool import view
-from akri.naming import instance_name, is_env_name, slot_id, slot_index
+from akri.naming import instance_name, is_env_name, slot_id
 
 MAX_PROPERTY_VALUE_BYTES = MAX_ENV_VALUE_BYTES
 """Larger device property values are dropped: Allocate would drop them anyway, and a few huge
@@ -124,12 +124,8 @@ def belongs(instance: Instance, configuration: Configuration) -> bool:
 
 def _resized_usage(name: str, usage: Mapping[str, str], capacity: int) -> dict[str, str]:
     """A key per slot below capacity; keys past it are dropped once free (held ones stay)."""
-    kept = {
-        key: holder
-        for key, holder in usage.items()
-        if holder or ((i := slot_index(name, key)) is not None and i < capacity)
-    }
-    return {slot_id(name, i): "" for i in range(capacity)} | kept
+    below = {slot_id(name, i): "" for i in range(capacity)}
+    return below | {key: holder for key, holder in usage.items() if holder or key in below}
 
 
 def joined(
