@@ -22,6 +22,8 @@ from akri.agent.discovery.handler import DiscoveryHandler
 from akri.agent.discovery.kube_properties import kube_reader
 from akri.agent.discovery.registration import RegistrationServer
 from akri.agent.discovery.registry import HandlerRegistry
+from akri.agent.dra.plugin import DraPlugin, PluginEnv
+from akri.agent.dra.server import KubeletDraPlugin
 from akri.agent.dra_slices import LocalSlices
 from akri.agent.instance_reports import InstanceReporter
 from akri.agent.instances import InstanceCache
@@ -31,6 +33,7 @@ from akri.agent.runner import RunnerEnv
 from akri.agent.settings import AgentSettings
 from akri.agent.status import StatusReporter
 from akri.discovery_handlers.debug_echo import DebugEcho
+from akri.dra.devices import DRIVER
 from akri.dra.mode import Mode, resolve
 from akri.telemetry import serve_telemetry
 
@@ -83,6 +86,7 @@ class Agent:
         self.configurations: ConfigurationWatcher | None = None
         self.plugins: PluginManager | None = None
         self.slices: LocalSlices | None = None
+        self.dra_plugin: KubeletDraPlugin | None = None
         self.mode: Mode | None = None
         """The allocation mode, once resolved at start."""
 
@@ -178,8 +182,21 @@ class Agent:
         cache: InstanceCache,
         configurations: ConfigurationWatcher,
     ) -> dict[str, Coroutine[Any, Any, None]]:
-        """This node's ResourceSlices (docs/design.md §8a)."""
-        slices = LocalSlices(api_client, cache, configurations.get, self.settings.agent_node_name)
+        """This node's ResourceSlices and the kubelet DRA plugin (docs/design.md §8a)."""
+        settings = self.settings
+        slices = LocalSlices(api_client, cache, configurations.get, settings.agent_node_name)
         configurations.on_change = slices.configurations_changed
-        self.slices = slices
-        return {"resource slices": slices.run()}
+        plugin = DraPlugin(
+            PluginEnv(
+                api_client=api_client,
+                cache=cache,
+                configurations=configurations.get,
+                device_extras=configurations.extras,
+                node=settings.agent_node_name,
+                state_dir=settings.kubelet_plugins_dir / DRIVER,
+                cdi_dir=settings.cdi_dir,
+            )
+        )
+        kubelet_plugin = KubeletDraPlugin(plugin, settings.plugins_registry_dir)
+        self.slices, self.dra_plugin = slices, kubelet_plugin
+        return {"resource slices": slices.run(), "kubelet DRA plugin": kubelet_plugin.run()}

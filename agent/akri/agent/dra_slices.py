@@ -4,11 +4,14 @@ with it. Shared devices are the controller's (`akri.controller.dra`).
 
 Follows the Instance cache and the Configurations; a round recomputes every local pool and
 writes only the difference, so a burst of changes costs one round and no change costs no write.
+It also follows this node's slices, so one deleted by someone else is written again: a
+kubelet deletes all of its node's slices when it starts (docs/design.md §8a).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 
@@ -20,7 +23,8 @@ from akri.api import Configuration
 from akri.backoff import Backoff
 from akri.dra.devices import published_devices
 from akri.dra.slices import Pool, local_pool_name
-from akri.dra.writer import SliceWriter
+from akri.dra.writer import GROUP, SLICES, VERSION, SliceWriter
+from akri.kube.reflector import EventType, Object, Reflector
 from akri.logs import OnceLog
 
 log = logging.getLogger(__name__)
@@ -54,8 +58,19 @@ class LocalSlices:
 
     async def run(self) -> None:
         backoff = Backoff(initial=0.1, maximum=10.0)
+        own = Reflector(
+            functools.partial(
+                client.CustomObjectsApi(self._api_client).list_cluster_custom_object,
+                GROUP,
+                VERSION,
+                SLICES,
+            ),
+            self._slice_changed,
+            slim=True,
+            field_selector=f"spec.nodeName={self._node}",
+        )
         with self._cache.subscribe() as changes:
-            follow = asyncio.create_task(self._follow(changes))
+            follow = asyncio.gather(self._follow(changes), own.run())
             try:
                 await self._cache.synced.wait()
                 while True:
@@ -72,6 +87,10 @@ class LocalSlices:
             finally:
                 follow.cancel()
                 await asyncio.gather(follow, return_exceptions=True)
+
+    async def _slice_changed(self, kind: EventType, _: Object) -> None:
+        if kind == "DELETED":
+            self._wake.set()
 
     async def _follow(self, changes: Subscription) -> None:
         while True:

@@ -109,7 +109,9 @@ class SimNode:
         known = {
             "/var/lib/kubelet/device-plugins": self.device_plugins_dir,
             "/var/lib/kubelet/pod-resources": self.pod_resources_dir,
-            "/var/lib/kubelet/plugins_registry": self.root / "plugins_registry",
+            "/var/lib/kubelet/plugins_registry": self.kubelet_dir / "plugins_registry",
+            "/var/lib/kubelet/plugins": self.kubelet_dir / "plugins",
+            "/var/run/cdi": self.kubelet_dir / "cdi",
             "/var/lib/akri": self.discovery_handlers_dir,
         }
         clean = "/" + path.strip("/")
@@ -170,6 +172,7 @@ class Cluster(Service):
         self._agent_options = dict(agent_options or {})
         self._controller = controller
         self._tasks: list[asyncio.Task[None]] = []
+        self._agent_tasks: dict[str, asyncio.Task[None]] = {}
         self._client: client.ApiClient | None = None
 
     def _node(self, name: str) -> SimNode:
@@ -179,16 +182,16 @@ class Cluster(Service):
         pod_resources.mkdir(parents=True, exist_ok=True)
         availability = root / "debug-echo-availability"
         echo = DebugEcho(availability_file=availability)
-        kubelet = Kubelet(name, plugins, pod_resources)
-        return SimNode(
+        kubelet_dir = root / "kubelet"
+        kubelet = Kubelet(
             name,
-            kubelet,
             plugins,
             pod_resources,
-            root / "akri",
-            root / "kubelet",
-            echo,
-            availability,
+            plugins_registry_dir=kubelet_dir / "plugins_registry",
+            cdi_dir=kubelet_dir / "cdi",
+        )
+        return SimNode(
+            name, kubelet, plugins, pod_resources, root / "akri", kubelet_dir, echo, availability
         )
 
     def api_client(self) -> client.ApiClient:
@@ -209,10 +212,7 @@ class Cluster(Service):
             bridges[node.name] = bridge
             self._spawn(bridge.run(), f"node-{node.name}")
             if self._agents:
-                node.agent = Agent(
-                    self._agent_settings(node), api_client=self._client, handlers=[node.debug_echo]
-                )
-                self._spawn(node.agent.run(), f"agent-{node.name}")
+                self.start_agent(node.name)
         self.server.log_source = functools.partial(_pod_log, bridges)
         self._spawn(Scheduler(self._client).run(), "scheduler")
         self._spawn(WorkloadControllers(self._client).run(), "workload-controllers")
@@ -220,6 +220,24 @@ class Cluster(Service):
         if self._controller is not None:
             tuning = dataclasses.replace(self._controller, mode=self.mode)
             self._spawn(Controller(self._client, tuning).run(), "controller")
+
+    def start_agent(self, name: str) -> Agent:
+        """Run a new akri agent on node `name` (after `stop_agent`, its restart)."""
+        node = self.nodes[name]
+        if name in self._agent_tasks:
+            raise RuntimeError(f"the agent of {name} is running")
+        node.agent = Agent(
+            self._agent_settings(node), api_client=self.api_client(), handlers=[node.debug_echo]
+        )
+        self._agent_tasks[name] = self._spawn(node.agent.run(), f"agent-{name}")
+        return node.agent
+
+    async def stop_agent(self, name: str) -> None:
+        """Stop the agent of node `name` as a deleted agent Pod stops (SIGTERM)."""
+        task = self._agent_tasks.pop(name)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        self._tasks.remove(task)
 
     def _runtime(self, node: SimNode) -> Processes | None:
         options, pki = self._processes, self.server.pki
@@ -271,7 +289,7 @@ class Cluster(Service):
             **self._agent_options,
         )
 
-    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         """Run a component; one that fails is logged loudly (the others go on, as in a cluster)."""
 
         def report(task: asyncio.Task[None]) -> None:
@@ -281,6 +299,7 @@ class Cluster(Service):
         task = asyncio.create_task(work, name=name)
         task.add_done_callback(report)
         self._tasks.append(task)
+        return task
 
     async def stop(self) -> None:
         # Nodes first: a kubelet hanging up on its plugins is a requested stop, while plugins
@@ -291,6 +310,7 @@ class Cluster(Service):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        self._agent_tasks.clear()
         if self._client is not None:
             await self._client.close()
             self._client = None

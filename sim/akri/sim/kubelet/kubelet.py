@@ -1,8 +1,11 @@
-"""A kubelet's gRPC side for one simulated node: device-plugin registration and PodResources.
+"""A kubelet's gRPC side for one simulated node: device-plugin registration, PodResources and
+DRA plugins.
 
 Speaks the real protocols over real unix sockets, so an agent cannot tell it from a kubelet:
 it serves `v1beta1.Registration` on `<device_plugins_dir>/kubelet.sock` and `v1.PodResourcesLister`
-on `<pod_resources_dir>/kubelet.sock`, and admits pods through its device manager.
+on `<pod_resources_dir>/kubelet.sock`, admits pods through its device manager, and, given a
+`plugins_registry_dir`, registers the DRA plugins whose sockets appear there
+(`akri.sim.kubelet.plugin_watcher`, `akri.sim.kubelet.dra`).
 
 Differences from a real kubelet, on purpose:
 - `call_timeout` bounds GetDevicePluginOptions, GetPreferredAllocation and Allocate (default
@@ -17,6 +20,7 @@ Differences from a real kubelet, on purpose:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import stat
@@ -28,11 +32,14 @@ import grpc
 
 from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import add_RegistrationServicer_to_server
 from akri.proto.deviceplugin.v1beta1.constants import KUBELET_SOCKET_NAME
+from akri.proto.pluginregistration.v1.constants import DRA_PLUGIN
 from akri.proto.podresources.v1.api_pb2_grpc import add_PodResourcesListerServicer_to_server
 from akri.service import Service
 from akri.sim.kubelet.changes import Changes
+from akri.sim.kubelet.dra import DraManager
 from akri.sim.kubelet.manager import DeviceManager, Timing
 from akri.sim.kubelet.model import AdmittedPod, Container, PodSpec, ResourceStatus
+from akri.sim.kubelet.plugin_watcher import PluginWatcher
 from akri.sim.kubelet.podresources import PodResourcesLister
 from akri.sim.kubelet.registration import Registration
 
@@ -63,7 +70,11 @@ class Kubelet(Service):
         dial_timeout: float = DIAL_TIMEOUT_S,
         call_timeout: float | None = DEFAULT_CALL_TIMEOUT_S,
         endpoint_stop_grace_period: float = ENDPOINT_STOP_GRACE_PERIOD_S,
+        plugins_registry_dir: Path | None = None,
+        cdi_dir: Path | None = None,
     ) -> None:
+        """`plugins_registry_dir`: the node's plugins_registry, where DRA plugins register
+        (none: no DRA); `cdi_dir`: where the node's container runtime finds CDI specs."""
         self.node_name = node_name
         self.device_plugins_dir = Path(device_plugins_dir)
         self.pod_resources_dir = Path(pod_resources_dir)
@@ -72,6 +83,12 @@ class Kubelet(Service):
         self._manager = DeviceManager(timing, self._changes.notify)
         self._registration: grpc.aio.Server | None = None
         self._pod_resources: grpc.aio.Server | None = None
+        self.plugins_registry_dir = plugins_registry_dir
+        self.cdi_dirs = [cdi_dir] if cdi_dir is not None else []
+        self.dra = DraManager(self._changes.notify)
+        self._plugin_watcher: asyncio.Task[None] | None = None
+        self.starts = 0
+        """How often this kubelet started (a restart is a new start)."""
 
     @property
     def socket(self) -> Path:
@@ -107,12 +124,25 @@ class Kubelet(Service):
                 Registration(self._manager, self.device_plugins_dir), server
             ),
         )
+        if self.plugins_registry_dir is not None:
+            self.plugins_registry_dir.mkdir(parents=True, exist_ok=True)  # as pluginwatcher's init
+            watcher = PluginWatcher(self.plugins_registry_dir, {DRA_PLUGIN: self.dra})
+            self._plugin_watcher = asyncio.create_task(
+                watcher.run(), name=f"plugin-watcher-{self.node_name}"
+            )
+        self.starts += 1
+        self._changes.notify()
         log.info("kubelet of %s serving %s", self.node_name, self.socket)
 
     async def stop(self) -> None:
         """Node down: stop serving, hang up on every plugin; admitted pods are remembered."""
         registration, self._registration = self._registration, None
         pod_resources, self._pod_resources = self._pod_resources, None
+        watcher, self._plugin_watcher = self._plugin_watcher, None
+        if watcher is not None:
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
+        await self.dra.shutdown()
         if registration is not None:
             await registration.stop(grace=None)
         await self._manager.shutdown()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -23,10 +24,12 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri.backoff import Backoff
+from akri.kube.calls import call
 from akri.kube.events import record_event
 from akri.kube.reflector import Object, Reflector
 from akri.logs import OnceLog
-from akri.sim.kubelet import objects
+from akri.sim.kubelet import cdi, objects
+from akri.sim.kubelet.dra import PrepareError, claim_names, uses_claims
 from akri.sim.kubelet.kubelet import Kubelet
 from akri.sim.kubelet.model import AdmissionError
 from akri.sim.kubelet.runtime.pod import PodRuntime
@@ -66,6 +69,8 @@ class NodeBridge:
         self._runtimes: dict[str, PodRuntime] = {}
         self._node = kubelet.node_name
         self._core = client.CoreV1Api(api_client)
+        self._custom = client.CustomObjectsApi(api_client)
+        self._wiped = 0
         self._leases = client.CoordinationV1Api(api_client)
         self._heartbeat_s = heartbeat_s
         self._pods = Reflector(
@@ -136,9 +141,33 @@ class NodeBridge:
     async def _follow_kubelet(self) -> None:
         while True:
             seen = self._kubelet.version
+            await self._wipe_resource_slices()
             await self._publish_status(heartbeat=False)
             self._wake.set()  # a kubelet back up admits the pods that waited for it
             await self._kubelet.wait_for(functools.partial(self._kubelet_changed, seen))
+
+    async def _wipe_resource_slices(self) -> None:
+        """Once per kubelet start, when it runs DRA; retried at the next change until done."""
+        kubelet = self._kubelet
+        if kubelet.plugins_registry_dir is None or self._wiped == kubelet.starts:
+            return
+        group = ("resource.k8s.io", "v1", "resourceslices")
+        try:  # a DeleteCollection upstream; the client offers no field selector for that
+            listed = await self._custom.list_cluster_custom_object(
+                *group, field_selector=f"spec.nodeName={self._node}"
+            )
+            for item in listed.get("items") or []:
+                try:
+                    await self._custom.delete_cluster_custom_object(
+                        *group, item["metadata"]["name"]
+                    )
+                except ApiException as error:
+                    if error.status != HTTP_NOT_FOUND:
+                        raise
+        except _API_ERRORS as error:
+            log.warning("ResourceSlices of %s not deleted: %s", self._node, error)
+            return
+        self._wiped = kubelet.starts
 
     def _kubelet_changed(self, seen: int) -> bool:
         return self._kubelet.version != seen
@@ -216,6 +245,9 @@ class NodeBridge:
             pod = pods.get(uid)
             if pod is None or _phase(pod) in objects.TERMINAL_PHASES:
                 self._kubelet.remove_pod(uid)  # deleted or completed: its devices are free
+        if self._kubelet.running and self._kubelet.dra.claims:
+            active = {u for u, p in pods.items() if _phase(p) not in objects.TERMINAL_PHASES}
+            await self._kubelet.dra.reconcile(active)
         for uid, runtime in list(self._runtimes.items()):
             pod = pods.get(uid)
             if pod is None or _phase(pod) in objects.TERMINAL_PHASES:
@@ -230,10 +262,14 @@ class NodeBridge:
             if uid not in self._outcomes:
                 if _phase(pod) in objects.TERMINAL_PHASES or not self._kubelet.running:
                     continue
+                name = f"{pod['metadata'].get('namespace')}/{pod['metadata'].get('name')}"
                 try:
                     self._outcomes[uid] = await self._admit(pod)
+                except (PrepareError, cdi.UnresolvableDevices) as error:  # in an event already
+                    reason = str(error)  # not the error: its traceback holds a plugin channel
+                    log.info("pod %s waits for its claims: %s", name, reason)
+                    continue
                 except Exception:  # one odd pod must not keep the node's other pods waiting
-                    name = f"{pod['metadata'].get('namespace')}/{pod['metadata'].get('name')}"
                     self._warn_once(f"cannot admit {name} on {self._node}", key=uid, exc_info=True)
                     continue
             if uid not in self._written and await self._write(pod, self._outcomes[uid]):
@@ -254,6 +290,9 @@ class NodeBridge:
         except AdmissionError as error:
             log.info("pod %s/%s rejected: %s", metadata["namespace"], metadata["name"], error)
             return {"status": objects.failed_status(error.reason, error.message)}
+        annotations = {objects.ALLOCATIONS_ANNOTATION: objects.allocations(admitted)}
+        if uses_claims(pod):
+            annotations[objects.CDI_ANNOTATION] = await self._prepare_claims(pod)
         status = objects.running_status(pod, _now())
         if self._processes is not None and self._processes.wants(pod):
             runtime = self._processes.runtime(
@@ -262,12 +301,50 @@ class NodeBridge:
             self._runtimes[metadata["uid"]] = runtime
             runtime.start()
             status = runtime.status()
-        return {
-            "metadata": {
-                "annotations": {objects.ALLOCATIONS_ANNOTATION: objects.allocations(admitted)}
-            },
-            "status": status,
-        }
+        return {"metadata": {"annotations": annotations}, "status": status}
+
+    async def _prepare_claims(self, pod: Object) -> str:
+        """Prepare the pod's claims; the CDI edits of each container as JSON. Raises when the
+        pod cannot run yet (after recording why in an event)."""
+        namespace = pod["metadata"]["namespace"]
+        dra = self._kubelet.dra
+        try:
+            claims = []
+            for _, name in claim_names(pod):
+                try:
+                    claims.append(
+                        await call(
+                            self._custom.get_namespaced_custom_object,
+                            "resource.k8s.io",
+                            "v1",
+                            namespace,
+                            "resourceclaims",
+                            name,
+                        )
+                    )
+                except ApiException as error:
+                    raise PrepareError(f"fetch ResourceClaim {name}: {error.reason}") from None
+            await dra.prepare(pod, claims)
+            edits = {
+                c["name"]: cdi.resolve(self._kubelet.cdi_dirs, dra.cdi_ids(pod, c)).to_json()
+                for c in (pod.get("spec") or {}).get("containers") or []
+            }
+        except (PrepareError, cdi.UnresolvableDevices) as error:
+            reason = (
+                "FailedPrepareDynamicResources"
+                if isinstance(error, PrepareError)
+                else "CreateContainerError"
+            )
+            await record_event(
+                self._core,
+                {**pod, "apiVersion": "v1", "kind": "Pod"},
+                reason,
+                f"Failed to prepare dynamic resources: {error}",
+                component=COMPONENT,
+                kind="Warning",
+            )
+            raise
+        return json.dumps(edits, sort_keys=True)
 
     def _runtime_changed(self, uid: str) -> None:
         runtime, outcome = self._runtimes.get(uid), self._outcomes.get(uid)

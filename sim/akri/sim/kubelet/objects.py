@@ -19,6 +19,8 @@ from akri.sim.resource_names import is_extended_resource_name
 Object = Mapping[str, Any]
 ALLOCATIONS_ANNOTATION: Final = "sim.akri.sh/allocations"
 """Where the bridge records what Allocate answered for each container of a pod."""
+CDI_ANNOTATION: Final = "sim.akri.sh/cdi"
+"""Where the bridge records what each container got from its CDI devices (DRA claims)."""
 NODE_BASE_RESOURCES: Final = {"cpu": "8", "memory": "16Gi", "pods": "110"}
 """Simulated nodes have room to spare for everything but devices."""
 TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
