@@ -5,8 +5,10 @@ before the one that removed it (`git archive` into a temporary folder, put first
 PYTHONPATH), so both are measured by the same script, on the same machine, in the same run.
 Each client runs in a fresh interpreter that measures importing the handler's device module
 (time, and the process's resident memory after it), then inspects one fake camera with
-credentials (5 SOAP calls: clock, network interfaces, media service, profiles, stream URI)
-`--rounds` times; the library's first inspection also parses the WSDLs, shown apart.
+credentials (5 SOAP calls: clock, network interfaces, media service, profiles, stream URI;
+the library's client also asks GetDeviceInformation, a sixth, which the old one never did, so
+compare per call) `--rounds` times; the library's first inspection also parses the WSDLs,
+shown apart.
 The rows also go to `make report` (docs/performance.md), prefixed by the client's name.
 
     .venv/bin/python bench/bench_onvif_client.py [--rounds 200]

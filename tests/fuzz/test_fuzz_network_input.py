@@ -167,6 +167,7 @@ def test_any_datagram_is_a_message_or_ignored(data: bytes) -> None:
             assert url in device.id
             assert all(is_env_name(key) for key in device.properties)
             camera.host_address(url)
+            assert isinstance(camera.with_zone(url, "eth0"), str)
 
 
 class _Canned:
@@ -194,12 +195,14 @@ def _read(answer: object) -> None:
     answers.media_address(answer)
     answers.profile_tokens(answer)
     answers.stream_uri(answer)
+    answers.device_information(answer)
 
 
 @pytest.mark.parametrize(
     ("namespace", "operation"),
     [
         (services.DEVICE, "GetSystemDateAndTime"),
+        (services.DEVICE, "GetDeviceInformation"),
         (services.DEVICE, "GetNetworkInterfaces"),
         (services.DEVICE, "GetCapabilities"),
         (services.MEDIA, "GetProfiles"),
@@ -217,6 +220,16 @@ def test_any_soap_answer_is_read_or_refused_with_a_camera_error(
     except services.CameraError:
         return
     _read(answer)
+
+
+@FUZZ
+@given(text=st.text())
+def test_any_camera_label_is_one_printable_bounded_line(text: str) -> None:
+    label = answers.label(text)
+    if label is not None:
+        assert label.isprintable()
+        assert label == label.strip()
+        assert 0 < len(label) <= answers.MAX_LABEL
 
 
 txt_keys = st.one_of(st.binary(max_size=20), st.sampled_from([b"", b"=", b"key", b"KEY", b"k y"]))

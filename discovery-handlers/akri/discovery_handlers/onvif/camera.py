@@ -88,13 +88,12 @@ def with_zone(url: str, zone: str | None) -> str:
     (`[fe80::1%eth0]`): aiohttp connects to that, not to RFC 6874's `%25` form (given in a URL,
     it is rewritten so). Any other URL is returned as it is.
     """
-    parts = urlsplit(url)
-    host = unquote(parts.hostname or "")
-    address, _, given = host.partition("%")
     try:
+        parts = urlsplit(url)
+        address, _, given = unquote(parts.hostname or "").partition("%")
         if not ipaddress.IPv6Address(address).is_link_local:
             return url
-    except ValueError:
+    except ValueError:  # not a URL, or its host is no IPv6 address
         return url
     if not (zone := given or zone):
         return url

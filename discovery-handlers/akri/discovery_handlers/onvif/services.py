@@ -16,12 +16,13 @@ use our settings (no DTD, no entities, no recovery, libxml2 limits on) and our t
 handler's session, a timeout per request, answers capped at MAX_ANSWER_BYTES).
 
 What the library costs, against the hand-written client it replaced (bench_onvif_client.py,
-one run, 300 inspections of a fake camera, 5 calls each, on a loaded 2-core machine): import
-0.9 s vs 0.66 s, RSS 83 MB vs 51 MB after the inspections, the first inspection 0.38 s (WSDL
-parsing) vs 6 ms, then 21 ms vs 2.5 ms per camera (p50). Worse in every number, but per
-probe round (cameras are inspected concurrently, every 10 s by default) and bounded; we keep
-it for the ONVIF schema handling real cameras need, and the handler imports it only when an
-onvif Configuration starts discovery, so agents without cameras pay nothing.
+one run of 200 inspections of a fake camera on a loaded 2-core machine, load average 6;
+docs/performance.md has the latest): import 0.58 s vs 0.44 s, RSS 84 MB vs 51 MB after the
+inspections, the first inspection 195 ms (WSDL parsing) vs 5 ms, then 1.3 ms vs 0.5 ms per
+SOAP call (p50). Worse in every number, but per probe round (cameras are inspected
+concurrently, every 10 s by default) and bounded; we keep it for the ONVIF schema handling
+real cameras need, and the handler imports it only when an onvif Configuration starts
+discovery, so agents without cameras pay nothing.
 """
 
 from __future__ import annotations
