@@ -44,6 +44,19 @@ a valid spec, perhaps the last one, while the stored one is invalid)."""
 S = TypeVar("S", ConfigurationStatus, InstanceStatus)
 
 
+REFUSALS = frozenset({400, 401, 403, 413, 422})
+"""API answers that refuse a write as it is: retrying cannot help until someone changes
+something (RBAC, a webhook, a quota, the object itself)."""
+
+
+def write_refusal(status: int | None, message: str) -> str | None:
+    """The WriteRefused problem an API answer to an Instance write is; None when it is not a
+    refusal (a conflict, an overloaded or unreachable API: retried without a word)."""
+    if status not in REFUSALS:
+        return None
+    return f"the API refuses this node's Instance writes: ({status}) {message}"
+
+
 def explained(status: Status, handler: str, registered: Collection[str]) -> Status:
     """`status` with the handlers this node does have, when the wanted one is not registered."""
     if status.condition is not ConditionType.HANDLER_UNAVAILABLE or handler in registered:

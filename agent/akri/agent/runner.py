@@ -16,8 +16,15 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kubernetes_asyncio.client.exceptions import ApiException
+
 from akri.agent import metrics
-from akri.agent.conditions import RUNNER_PROBLEMS, discovery_problems, explained
+from akri.agent.conditions import (
+    RUNNER_PROBLEMS,
+    discovery_problems,
+    explained,
+    write_refusal,
+)
 from akri.agent.discovery.kube_properties import Reader, resolve_properties
 from akri.agent.discovery.model import Device, InvalidProperties, Status
 from akri.agent.discovery.registry import HandlerRegistry
@@ -25,11 +32,19 @@ from akri.agent.discovery.session import DiscoverySession
 from akri.agent.instances import InstanceCache, configuration_topic
 from akri.agent.publisher import InstancePublisher
 from akri.agent.status import StatusReporter
-from akri.api import ConditionType, Configuration, DiscoveryHandlerInfo
+from akri.api import ConditionType, Configuration, ConfigurationStatus, DiscoveryHandlerInfo
 from akri.backoff import Backoff
+from akri.kube.calls import error_message
+from akri.logs import OnceLog
 from akri.naming import configuration_name_problem
 
 log = logging.getLogger(__name__)
+
+WRITE_REFUSED = ConditionType.WRITE_REFUSED
+
+
+class Refused(Exception):
+    """The API refused an Instance write; the round is tried again with backoff."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +69,7 @@ class ConfigurationRunner:
         self._clock = loop.time
         self.publisher = InstancePublisher(env.cache, env.node, env.offline_grace, self._clock)
         self._reporter = env.reporter()
+        self._warn_once = OnceLog(log)
         self._wake = asyncio.Event()
         self._deleted = False
         self._devices: list[Device] | None = None  # None: nothing reported yet, touch nothing
@@ -112,6 +128,9 @@ class ConfigurationRunner:
             try:
                 wake_at = await self._round(configuration)
                 backoff.reset()
+            except Refused as error:  # reported on the Configuration
+                self._warn_once(f"{self}: {error} (retrying; logged once)")
+                wake_at = self._clock() + backoff.next_delay()
             except Exception:  # any failure (API down, a bug) is retried, never fatal
                 log.exception("%s: publishing or reporting failed; retrying", self)
                 wake_at = self._clock() + backoff.next_delay()
@@ -123,7 +142,16 @@ class ConfigurationRunner:
     async def _round(self, configuration: Configuration) -> float | None:
         expiry = None
         if self._devices is not None:
-            expiry = await self.publisher.publish(configuration, self._shared, self._devices)
+            refused = None
+            try:
+                expiry = await self.publisher.publish(configuration, self._shared, self._devices)
+            except ApiException as error:
+                refused = write_refusal(error.status, error_message(error))
+                if refused is None:
+                    raise
+            await self._report_refusal(configuration, refused)
+            if refused is not None:
+                raise Refused(refused)
         if self._status is not None:
             view = explained(
                 self._status,
@@ -137,6 +165,17 @@ class ConfigurationRunner:
                 )
                 self._reported = reported
         return expiry
+
+    async def _report_refusal(self, configuration: Configuration, refused: str | None) -> None:
+        """Make this node's WriteRefused say `refused`, when the stored status says otherwise."""
+        status = configuration.status or ConfigurationStatus()
+        mine = next((r for r in status.nodes if r.node == self._env.node), None)
+        stored = next(
+            (p.message for p in (mine.problems if mine else []) if p.type == WRITE_REFUSED), None
+        )
+        if stored != refused:
+            problems: dict[str, str] = {} if refused is None else {WRITE_REFUSED: refused}
+            await self._reporter.report(configuration.to_wire(), (WRITE_REFUSED,), problems)
 
     async def _sleep(self, deadline: float | None) -> None:
         timeout = None if deadline is None else max(0.0, deadline - self._clock())
