@@ -8,6 +8,7 @@ partial write converges: a device this node already holds is accepted as it is.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -230,6 +231,36 @@ def allocate_il(instance: Instance, node: str, slots: Iterable[str]) -> Instance
             f"{len(claims)} slots requested, {len(instance.grantable)} can be granted"
         )
     return instance.with_slots(claims) if claims else instance
+
+
+def il_preferred(
+    instance: Instance, node: str, available: Iterable[str], must_include: Sequence[str], size: int
+) -> list[str]:
+    """GetPreferredAllocation of the instance-level plugin on `node`: `size` ids, the
+    `must_include` ones first, then available slots from this node's own part of the range.
+
+    The kubelets of nodes sharing an Instance choose among the same ids, each before it sees
+    the others' grants; all taking the lowest free id, they ask for the same slot and all but
+    one are refused. So the k-th of the Instance's n `nodes` starts at slot k*capacity/n (a
+    node not listed, at a place given by its name) and goes up, wrapping around: nodes meet
+    only once one has used its share. Only a preference: Allocate still decides.
+    """
+    must = list(dict.fromkeys(must_include))
+    chosen = list(must)
+    if instance.capacity > 0:
+        if node in instance.nodes:
+            place = instance.nodes.index(node) * instance.capacity // len(instance.nodes)
+        else:
+            place = zlib.crc32(node.encode())
+        start = place % instance.capacity
+
+        def distance(device: str) -> tuple[int, str]:
+            index = slot_index(instance.name, device)
+            far = instance.capacity  # ids that are no slot of this Instance come last
+            return ((index - start) % instance.capacity if index is not None else far, device)
+
+        chosen += sorted(set(available) - set(chosen), key=distance)
+    return chosen[: max(size, len(must))]
 
 
 # --- configuration level (§5.3) --------------------------------------------------------------

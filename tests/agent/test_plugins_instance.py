@@ -5,6 +5,7 @@ Rules: docs/design.md §5.2.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import grpc
@@ -13,12 +14,26 @@ from prometheus_client import REGISTRY
 
 from akri import naming
 from akri.sim.kubelet import UNEXPECTED_ADMISSION_ERROR, AdmissionError, Container
-from tests.agent.conftest import Cluster, StartNode, allocate_error, configuration
+from tests.agent.conftest import AgentNode, Cluster, StartNode, allocate_error, configuration
 from tests.support import eventually
 
 CONFIG = configuration("cam", capacity=2, properties={"STREAM": "rtsp"})
 DIRECTORY_BYTES = 54
 """A device-plugins directory longer than the kubelet's own (31 bytes)."""
+
+
+async def shared_by_two_nodes(
+    cluster: Cluster, start_node: StartNode, capacity: int
+) -> tuple[str, str, AgentNode, AgentNode]:
+    """An Instance of CONFIG seen by node-a and node-b, both listing every slot: its name,
+    its resource and the two nodes."""
+    cluster.set_configuration(CONFIG)
+    name = await cluster.create_instance(CONFIG, "foo0", ["node-a", "node-b"], capacity=capacity)
+    resource = naming.resource_name(name)
+    a, b = await start_node("node-a"), await start_node("node-b")
+    await a.until_capacity(resource, capacity, capacity)
+    await b.until_capacity(resource, capacity, capacity)
+    return name, resource, a, b
 
 
 async def test_slots_are_advertised_claimed_and_seen_taken_by_the_other_node(
@@ -53,12 +68,7 @@ async def test_slots_are_advertised_claimed_and_seen_taken_by_the_other_node(
 async def test_a_slot_taken_elsewhere_is_refused_with_a_clear_message(
     cluster: Cluster, start_node: StartNode
 ) -> None:
-    cluster.set_configuration(CONFIG)
-    name = await cluster.create_instance(CONFIG, "foo0", ["node-a", "node-b"], capacity=1)
-    resource = naming.resource_name(name)
-    a, b = await start_node("node-a"), await start_node("node-b")
-    await a.until_capacity(resource, 1, 1)
-    await b.until_capacity(resource, 1, 1)
+    name, resource, a, b = await shared_by_two_nodes(cluster, start_node, 1)
     await a.admit(Container("app", {resource: 1}))
     slot = naming.slot_id(name, 0)
 
@@ -73,6 +83,31 @@ async def test_a_slot_taken_elsewhere_is_refused_with_a_clear_message(
         await b.admit(Container("app", {resource: 1}))
     assert refused.value.reason == UNEXPECTED_ADMISSION_ERROR  # the kubelet's own refusal
     assert await cluster.usage(name) == {slot: "node-a"}
+
+
+async def test_each_kubelet_is_steered_to_its_nodes_own_share_of_the_slots(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    name, resource, a, b = await shared_by_two_nodes(cluster, start_node, 4)
+
+    # Both kubelets choose while every slot looks free to them: the lowest id for both would
+    # make one Allocate fail; each node's preference keeps them apart.
+    admitted = await asyncio.gather(
+        a.admit(Container("app", {resource: 1})),
+        b.admit(Container("app", {resource: 1})),
+        return_exceptions=True,
+    )
+
+    assert [p if isinstance(p, BaseException) else p.ids("app", resource) for p in admitted] == [
+        (naming.slot_id(name, 0),),
+        (naming.slot_id(name, 2),),
+    ]
+    assert await cluster.usage(name) == {
+        naming.slot_id(name, 0): "node-a",
+        naming.slot_id(name, 1): "",
+        naming.slot_id(name, 2): "node-b",
+        naming.slot_id(name, 3): "",
+    }
 
 
 async def test_capacity_changes_show_in_list_and_watch_without_over_allocation(

@@ -25,6 +25,7 @@ from akri.slots import (
     format_usage,
     holdings,
     il_health,
+    il_preferred,
     leave,
     parse_usage,
     release,
@@ -167,6 +168,55 @@ def test_il_allocate_accepts_a_re_offer_without_a_write() -> None:
 def test_il_allocate_refuses_slots_held_otherwise(value: str, reason: str) -> None:
     with pytest.raises(AllocationError, match=reason):
         allocate_il(inst("cfg-a", 2, value), "n", ["cfg-a-1", "cfg-a-0"])
+
+
+def test_il_preferred_starts_each_node_in_its_own_share_of_the_slots() -> None:
+    pool = inst("cfg-a", 8, nodes="n m p q")
+    every = [f"cfg-a-{i}" for i in range(8)]
+
+    firsts = {node: il_preferred(pool, node, every, [], 2) for node in ("n", "m", "p", "q")}
+
+    assert firsts == {
+        "n": ["cfg-a-0", "cfg-a-1"],
+        "m": ["cfg-a-2", "cfg-a-3"],
+        "p": ["cfg-a-4", "cfg-a-5"],
+        "q": ["cfg-a-6", "cfg-a-7"],
+    }
+
+
+def test_il_preferred_wraps_around_and_offers_only_what_is_available() -> None:
+    pool = inst("cfg-a", 4, nodes="n m")
+    available = ["cfg-a-0", "cfg-a-1", "cfg-a-3", "cfg-b-0"]
+
+    assert il_preferred(pool, "m", available, [], 3) == ["cfg-a-3", "cfg-a-0", "cfg-a-1"]
+    assert il_preferred(pool, "m", available, [], 9) == [
+        "cfg-a-3",
+        "cfg-a-0",
+        "cfg-a-1",
+        "cfg-b-0",  # no slot of this Instance: last
+    ]
+
+
+def test_il_preferred_puts_must_include_first_and_returns_the_size_asked() -> None:
+    pool = inst("cfg-a", 4, nodes="n m")
+    available = ["cfg-a-0", "cfg-a-1", "cfg-a-2", "cfg-a-3"]
+
+    assert il_preferred(pool, "m", available, ["cfg-a-1"], 2) == ["cfg-a-1", "cfg-a-2"]
+    assert il_preferred(pool, "m", available, ["cfg-a-1", "cfg-a-0"], 1) == [
+        "cfg-a-1",
+        "cfg-a-0",
+    ]
+
+
+def test_il_preferred_of_a_node_not_listed_is_its_own_and_stable() -> None:
+    pool = inst("cfg-a", 16, nodes="n")
+    every = [f"cfg-a-{i}" for i in range(16)]
+
+    first = il_preferred(pool, "elsewhere", every, [], 16)
+
+    assert sorted(first) == sorted(every)
+    assert first == il_preferred(pool, "elsewhere", list(reversed(every)), [], 16)
+    assert il_preferred(inst("cfg-a", 0), "n", every, [], 2) == []
 
 
 @pytest.mark.parametrize("slot", ["cfg-a-2", "cfg-a-01", "cfg-b-0", "cfg-a"])

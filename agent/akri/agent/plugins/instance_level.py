@@ -10,21 +10,50 @@ from collections.abc import Sequence
 from akri import slots
 from akri.agent.instances import Topic, instance_topic
 from akri.agent.plugins.group_commit import Grant, Request, State
-from akri.agent.plugins.servicer import PluginServicer
+from akri.agent.plugins.servicer import Context, PluginServicer
 from akri.api.pool import view
 from akri.kube.reflector import Key
 from akri.naming import slot_index
-from akri.proto.deviceplugin.v1beta1.api_pb2 import AllocateResponse
+from akri.proto.deviceplugin.v1beta1.api_pb2 import (
+    AllocateResponse,
+    ContainerPreferredAllocationResponse,
+    DevicePluginOptions,
+    PreferredAllocationRequest,
+    PreferredAllocationResponse,
+)
 from akri.slot_sync import SlotRef
 
 
 class InstancePlugin(PluginServicer):
+    options = DevicePluginOptions(pre_start_required=False, get_preferred_allocation_available=True)
+    """It prefers slots of this node's own part of the range (`slots.il_preferred`)."""
+
     def topic(self) -> Topic:
         return instance_topic(self.spec.namespace, self.spec.name)
 
     def devices(self) -> dict[str, bool]:
         instance = self.env.cache.get(self.spec.namespace, self.spec.name)
         return {} if instance is None else slots.il_health(view(instance), self.env.node)
+
+    async def GetPreferredAllocation(
+        self, request: PreferredAllocationRequest, context: Context
+    ) -> PreferredAllocationResponse:
+        instance = self.env.cache.get(self.spec.namespace, self.spec.name)
+        pool = view(instance) if instance is not None else slots.Instance(self.spec.name, "", 0)
+        return PreferredAllocationResponse(
+            container_responses=[
+                ContainerPreferredAllocationResponse(
+                    deviceIDs=slots.il_preferred(
+                        pool,
+                        self.env.node,
+                        wanted.available_deviceIDs,
+                        wanted.must_include_deviceIDs,
+                        wanted.allocation_size,
+                    )
+                )
+                for wanted in request.container_requests
+            ]
+        )
 
     async def allocate(self, containers: Sequence[Sequence[str]]) -> AllocateResponse:
         """Claim exactly the requested slots, decided and written with the node's other

@@ -128,7 +128,9 @@ class Plugin:
         self._epoch += 1
         if old is not None:
             await old.stop()
-        server = PluginServer(self._servicer, self._directory, self.spec.resource)
+        server = PluginServer(
+            self._servicer, self._directory, self.spec.resource, self._servicer.options
+        )
         await server.start()
         self.server = server
 

@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # the async stub type exists only in the generated typing stu
 log = logging.getLogger(__name__)
 
 OPTIONS = DevicePluginOptions(pre_start_required=False, get_preferred_allocation_available=False)
-"""What every akri-py plugin offers: Allocate decides, nothing else is needed."""
+"""What an akri-py plugin offers unless it says otherwise: Allocate decides, nothing else."""
 
 
 class _GenericHandlers:
@@ -58,8 +58,15 @@ def _generic_handlers(servicer: DevicePluginServicer) -> list[grpc.GenericRpcHan
 
 
 class PluginServer:
-    def __init__(self, servicer: DevicePluginServicer, directory: Path, resource: str) -> None:
+    def __init__(
+        self,
+        servicer: DevicePluginServicer,
+        directory: Path,
+        resource: str,
+        options: DevicePluginOptions,
+    ) -> None:
         self.resource = resource
+        self.options = options
         self.socket = directory / socket_name(directory, resource, new_nonce())
         self._servicer = servicer
         self._server: grpc.aio.Server | None = None
@@ -84,7 +91,7 @@ class PluginServer:
             version=VERSION,
             endpoint=self.socket.name,
             resource_name=self.resource,
-            options=OPTIONS,
+            options=self.options,
         )
         async with grpc.aio.insecure_channel(f"unix://{kubelet_socket}") as channel:
             stub: RegistrationAsyncStub = RegistrationStub(channel)

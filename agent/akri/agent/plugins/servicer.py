@@ -89,6 +89,8 @@ def _only_grows(before: Mapping[str, bool], after: Mapping[str, bool]) -> bool:
 
 
 class PluginServicer(DevicePluginServicer, abc.ABC):
+    options = OPTIONS
+    """What it tells the kubelet it offers, at registration and when asked."""
     send_interval = 0.0
     """Seconds between two sends of a list that only grows; 0 sends every change at once."""
 
@@ -110,7 +112,7 @@ class PluginServicer(DevicePluginServicer, abc.ABC):
         """Grant each container its device ids; raises AllocationError when that cannot be."""
 
     async def GetDevicePluginOptions(self, request: Empty, context: Context) -> DevicePluginOptions:
-        return OPTIONS
+        return self.options
 
     async def ListAndWatch(
         self, request: Empty, context: Context
