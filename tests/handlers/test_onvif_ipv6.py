@@ -67,7 +67,7 @@ def test_in_a_private_network_namespace_with_a_veth_link() -> None:
         timeout=300,
     )
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert "6 passed, 1 skipped" in ran.stdout, ran.stdout
+    assert "8 passed, 1 skipped" in ran.stdout, ran.stdout
 
 
 @pytest.fixture
@@ -112,6 +112,24 @@ async def test_ipv6_hello_without_xaddrs_is_resolved_and_bye_removes(
         camera.bye()
         await until(lists, [])
     assert camera.resolves == 1
+
+
+@inside
+async def test_a_node_without_ipv4_multicast_discovers_over_ipv6_alone(
+    port: int, camera: FakeCamera, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No interfaceAddress: IPv4 would take the default route, which the namespace lacks."""
+    ipv6_only = f"discoveryTimeoutSeconds: 0.3\nipv6Interface: {LINK[0]}"
+    async with aclosing(Onvif(port=port, request_timeout=2).discover(ipv6_only, {})) as lists:
+        assert [d.id for d in await next_list(lists)] == [f"{camera.xaddr}-{UUID}"]
+    assert "WS-Discovery left out, its group cannot be joined: IPv4: No such device" in caplog.text
+
+
+@inside
+async def test_a_node_without_any_usable_family_makes_the_handler_unavailable(port: int) -> None:
+    lists = Onvif(port=port).discover("discoveryTimeoutSeconds: 0.3", {})
+    with pytest.raises(HandlerUnavailable, match="cannot listen for WS-Discovery: IPv4: No such"):
+        await anext(lists)
 
 
 @inside

@@ -129,7 +129,7 @@ class Onvif:
         )
         announcements = probe.Announcements()
         try:
-            await announcements.start(links, self._port)
+            families = await announcements.start(probe.families_of(links, self._port))
         except OSError as error:
             announcements.close()
             raise HandlerUnavailable(f"cannot listen for WS-Discovery: {error}") from None
@@ -139,15 +139,13 @@ class Onvif:
                 transport = services.Transport(session, self._request_timeout, links.ipv6)
                 inspect = functools.partial(device.inspect, transport, wsdls)
                 resolve = functools.partial(
-                    probe.resolve, links, self._port, parsed.discovery_timeout_seconds
+                    probe.resolve, families, parsed.discovery_timeout_seconds
                 )
                 cameras = _Cameras(inspect, resolve, parsed, credentials)
                 sent: list[Device] | None = None
                 while True:
                     try:
-                        found = await probe.probe(
-                            links, self._port, parsed.discovery_timeout_seconds
-                        )
+                        found = await probe.probe(families, parsed.discovery_timeout_seconds)
                     except OSError as error:
                         raise HandlerUnavailable(
                             f"cannot send WS-Discovery probes: {error}"

@@ -4,7 +4,9 @@ without their service URLs), and hearing their Hello and Bye.
 IPv4 goes to 239.255.255.250: with an interface address, probes leave by that interface only
 and the listener joins the group there; otherwise the OS picks. IPv6, when an interface is
 named, goes to ff02::c on that link (scope id = the interface's index), where link-local
-cameras answer. TTL (hop limit) 1 either way: discovery never leaves the link.
+cameras answer. TTL (hop limit) 1 either way: discovery never leaves the link. A family whose
+group cannot be joined (IPv4 on a node without an IPv4 route) is left out with a warning, as
+long as another one works.
 
 Our own asyncio code, as no maintained async WS-Discovery library exists on PyPI: `wsdiscovery`
 (2.1.2) runs a thread polling a selector with sleeps, its `async` module a placeholder;
@@ -15,6 +17,7 @@ unmaintained and `onvif-scanner` (0.2.0) is a scanner CLI (judged from their PyP
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import struct
 from collections.abc import Callable, Iterable
@@ -22,6 +25,8 @@ from dataclasses import dataclass
 
 from akri.discovery_handlers.onvif import wsdiscovery
 from akri.discovery_handlers.onvif.wsdiscovery import GROUP, GROUP6, Endpoint, Kind, Message
+
+log = logging.getLogger(__name__)
 
 ANY = "0.0.0.0"
 ANY6 = "::"
@@ -62,6 +67,7 @@ class Family:
     """How to talk WS-Discovery over one address family: the socket options that keep
     multicast on the chosen link, the wildcard and group addresses, and how to join."""
 
+    name: str  # for messages: "IPv4", "IPv6 on eth0"
     domain: socket.AddressFamily
     options: tuple[Option, ...]
     any: tuple[str | int, ...]
@@ -70,12 +76,15 @@ class Family:
 
 
 def families_of(links: Links, port: int) -> list[Family]:
+    """What `links` asks for, WS-Discovery's group `port` on each; OSError for an interface
+    that does not exist."""
     ipv4_options: tuple[Option, ...] = ((socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1),)
     if links.ipv4 is not None:
         address = socket.inet_aton(links.ipv4)
         ipv4_options += ((socket.IPPROTO_IP, socket.IP_MULTICAST_IF, address),)
     chosen = [
         Family(
+            "IPv4",
             socket.AF_INET,
             ipv4_options,
             (ANY, 0),
@@ -91,6 +100,7 @@ def families_of(links: Links, port: int) -> list[Family]:
         index = interface_index(links.ipv6)
         chosen.append(
             Family(
+                f"IPv6 on {links.ipv6}",
                 socket.AF_INET6,
                 (
                     (socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1),
@@ -135,9 +145,9 @@ async def datagrams(
 
 
 async def _ask(
-    links: Links, port: int, window: float, requests: dict[str, bytes], kind: Kind
+    families: Iterable[Family], window: float, requests: dict[str, bytes], kind: Kind
 ) -> list[Endpoint]:
-    """Send each request (by MessageID) to the group on every link; the endpoints of the
+    """Send each request (by MessageID) to the group of every family; the endpoints of the
     answers of `kind` relating to one of them within `window` seconds, the answer window
     WS-Discovery prescribes.
     """
@@ -149,7 +159,7 @@ async def _ask(
 
     transports: list[asyncio.DatagramTransport] = []
     try:
-        for family in families_of(links, port):
+        for family in families:
             transport = await datagrams(family, family.any, received, join=False)
             transports.append(transport)
             for request in requests.values():
@@ -162,7 +172,7 @@ async def _ask(
 
 
 async def resolve(
-    links: Links, port: int, window: float, endpoints: Iterable[Endpoint]
+    families: Iterable[Family], window: float, endpoints: Iterable[Endpoint]
 ) -> dict[str, Endpoint]:
     """The endpoints (by uuid) that answered a Resolve with their XAddrs."""
     requests = {}
@@ -171,19 +181,18 @@ async def resolve(
         requests[message_id] = wsdiscovery.resolve(message_id, endpoint.reference)
     if not requests:
         return {}
-    matches = await _ask(links, port, window, requests, "ResolveMatches")
+    matches = await _ask(families, window, requests, "ResolveMatches")
     return {e.uuid: e for e in matches if e.xaddrs}
 
 
-async def probe(links: Links, port: int, window: float) -> dict[str, Endpoint]:
+async def probe(families: Iterable[Family], window: float) -> dict[str, Endpoint]:
     """Endpoints (by uuid) answering one Probe, those that left out their XAddrs resolved."""
+    chosen = list(families)
     message_id = wsdiscovery.new_message_id()
-    matches = await _ask(
-        links, port, window, {message_id: wsdiscovery.probe(message_id)}, "ProbeMatches"
-    )
-    found = {e.uuid: e for e in matches}
+    request = {message_id: wsdiscovery.probe(message_id)}
+    found = {e.uuid: e for e in await _ask(chosen, window, request, "ProbeMatches")}
     unresolved = [e for e in found.values() if not e.xaddrs]
-    found.update(await resolve(links, port, window, unresolved))
+    found.update(await resolve(chosen, window, unresolved))
     return found
 
 
@@ -194,9 +203,25 @@ class Announcements:
         self.queue: asyncio.Queue[Message] = asyncio.Queue()
         self._transports: list[asyncio.DatagramTransport] = []
 
-    async def start(self, links: Links, port: int) -> None:
-        for family in families_of(links, port):
-            self._transports.append(await datagrams(family, family.group, self._heard, join=True))
+    async def start(self, families: Iterable[Family]) -> list[Family]:
+        """Join the group of each family; those that could join (a node without IPv4
+        multicast still discovers over IPv6). OSError when none could."""
+        joined, failures = [], []
+        for family in families:
+            try:
+                transport = await datagrams(family, family.group, self._heard, join=True)
+            except OSError as error:
+                failures.append(f"{family.name}: {error.strerror or error}")
+                continue
+            self._transports.append(transport)
+            joined.append(family)
+        if not joined:
+            raise OSError("; ".join(failures))
+        if failures:
+            log.warning(
+                "WS-Discovery left out, its group cannot be joined: %s", "; ".join(failures)
+            )
+        return joined
 
     def _heard(self, message: Message) -> None:
         if message.kind in ("Hello", "Bye"):
