@@ -15,6 +15,7 @@ from akri.controller.builders import (
     broker_job,
     broker_pod,
     built_hash,
+    claim_placeholder,
     configuration_service,
     instance_service,
     is_running,
@@ -70,6 +71,57 @@ def test_placeholder_is_replaced_in_containers_and_init_containers_keeping_quant
     }
     assert replaced["containers"][1]["resources"] == {}
     assert spec == original  # the Configuration's own spec is never changed
+
+
+def test_dra_mode_turns_placeholder_slots_into_claims_of_the_instance_template() -> None:
+    """App containers get slots of their own, init containers reuse the first ones (as the
+    kubelet reuses devices), so the pod claims max(sum of apps, largest init) slots."""
+    spec = {
+        "initContainers": [container("init", limits={naming.PLACEHOLDER: "3", "cpu": "1"})],
+        "containers": [
+            container(requests={naming.PLACEHOLDER: "1"}, limits={naming.PLACEHOLDER: "1"}),
+            container("sidecar", limits={"memory": "1Gi"}),
+            {"name": "second", "image": "x", "resources": {"limits": {naming.PLACEHOLDER: 1}}},
+        ],
+        "resourceClaims": [{"name": "mine", "resourceClaimName": "other"}],
+    }
+    original = copy.deepcopy(spec)
+    claimed = claim_placeholder(spec, "cam-8120fe")
+    assert claimed["initContainers"][0]["resources"] == {
+        "limits": {"cpu": "1"},
+        "claims": [{"name": "akri-slot-0"}, {"name": "akri-slot-1"}, {"name": "akri-slot-2"}],
+    }
+    assert claimed["containers"][0]["resources"] == {"claims": [{"name": "akri-slot-0"}]}
+    assert claimed["containers"][1]["resources"] == {"limits": {"memory": "1Gi"}}
+    assert claimed["containers"][2]["resources"] == {"claims": [{"name": "akri-slot-1"}]}
+    assert claimed["resourceClaims"] == [
+        {"name": "mine", "resourceClaimName": "other"},
+        *({"name": f"akri-slot-{k}", "resourceClaimTemplateName": "cam-8120fe"} for k in range(3)),
+    ]
+    assert spec == original
+
+
+def test_dra_mode_broker_pod_and_job_claim_slots_and_differ_from_device_plugin_mode() -> None:
+    cfg = configuration(brokerSpec={"brokerPodSpec": POD_SPEC})
+    inst = instance(cfg)
+    pod = broker_pod(cfg, inst, "node-a", dra=True)
+    assert pod is not None
+    assert pod["spec"]["resourceClaims"] == [
+        {"name": "akri-slot-0", "resourceClaimTemplateName": inst.metadata.name}
+    ]
+    assert RESOURCE not in str(pod["spec"])
+    assert built_hash(pod) != built_hash(broker_pod(cfg, inst, "node-a") or {})
+    job_cfg = configuration(brokerSpec={"brokerJobSpec": {"template": {"spec": POD_SPEC}}})
+    job = broker_job(job_cfg, instance(job_cfg), dra=True)
+    assert job is not None
+    assert job["spec"]["template"]["spec"]["resourceClaims"][0]["name"] == "akri-slot-0"
+
+
+@pytest.mark.parametrize("quantity", ["0", "1.5", "-1", "lots"])
+def test_dra_mode_refuses_slot_counts_that_are_not_positive_integers(quantity: str) -> None:
+    spec = {"containers": [container(limits={naming.PLACEHOLDER: quantity})]}
+    with pytest.raises(BrokerSpecError, match="not a positive integer"):
+        claim_placeholder(spec, "cam-8120fe")
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ from akri.api import Configuration, Instance
 from akri.controller.builders import (
     BrokerSpecError,
     broker_job,
+    broker_labels,
     broker_pod,
     instance_service,
     is_running,
@@ -32,6 +33,9 @@ from akri.controller.conditions import BrokerOutcome
 from akri.controller.context import CONFIGURATION, INSTANCE, Context, owned_by
 from akri.controller.plan import Deletion, Plan, Reason, plan_brokers
 from akri.controller.services import apply_service
+from akri.dra.devices import instance_claim_template
+from akri.dra.writer import GROUP as RESOURCE_GROUP
+from akri.dra.writer import VERSION as RESOURCE_VERSION
 from akri.kube.calls import call, error_message
 from akri.kube.events import record_event
 from akri.kube.guarded import HTTP_CONFLICT, HTTP_NOT_FOUND
@@ -116,13 +120,18 @@ async def reconcile_instance(ctx: Context, namespace: str, name: str) -> None:
     configuration = Configuration.from_wire(configuration_obj)
     report = Report()
     try:
+        dra = ctx.dra
         desired = {
-            "Pod": _by_name(broker_pod(configuration, instance, n) for n in instance.spec.nodes),
-            "Job": _by_name([broker_job(configuration, instance)]),
+            "Pod": _by_name(
+                broker_pod(configuration, instance, n, dra=dra) for n in instance.spec.nodes
+            ),
+            "Job": _by_name([broker_job(configuration, instance, dra=dra)]),
         }
     except BrokerSpecError as error:  # leave working brokers be until the spec is fixed
         note_outcome(ctx, configuration, f"broker spec: {error}")
         return
+    if ctx.dra:
+        await _claim_template(ctx, instance, report)
     now = datetime.now(UTC)
     for kind in broker_kinds(ctx):
         actual = [
@@ -229,6 +238,36 @@ async def _create(
     kind.cache.assume(created)
     note_outcome(ctx, configuration, None)
     report.add("BrokerCreated", f"{kind.kind} {broker}")
+
+
+async def _claim_template(ctx: Context, instance: Instance, report: Report) -> None:
+    """DRA mode: the Instance's ResourceClaimTemplate exists (one slot of it per claim), for
+    its brokers and for users' per-Instance requests; it goes with the Instance. Its spec
+    follows only from the Instance's names, so an existing one is never rewritten."""
+    namespace, name = instance.metadata.namespace or "default", instance.metadata.name or ""
+    templates = ctx.caches.claim_templates
+    if templates is None or templates.get(namespace, name) is not None:
+        return
+    body = instance_claim_template(instance, broker_labels(instance))
+    try:
+        async with ctx.in_flight:
+            created = await call(
+                ctx.custom.create_namespaced_custom_object,
+                RESOURCE_GROUP,
+                RESOURCE_VERSION,
+                namespace,
+                "resourceclaimtemplates",
+                body,
+            )
+    except ApiException as error:
+        if error.status == HTTP_CONFLICT:
+            return  # made before (the watch is behind), or someone else's: left alone
+        report.add("ClaimTemplateFailed", f"{name}: {error_message(error)}", warning=True)
+        report.recheck.append(ctx.retries.failed((namespace, name, "claim-template")))
+        return
+    templates.assume(created)
+    ctx.retries.succeeded((namespace, name, "claim-template"))
+    report.add("ClaimTemplateCreated", f"ResourceClaimTemplate {name}")
 
 
 async def _instance_service(

@@ -65,6 +65,29 @@ def _replace_in(resources: object, where: str, resource: str) -> object:
     return {resource if key == naming.PLACEHOLDER else key: q for key, q in resources.items()}
 
 
+def _containers(pod_spec: Object) -> list[tuple[str, int, Object]]:
+    """(field, index, container) of every init and app container; raises BrokerSpecError
+    when the spec is not shaped like a PodSpec where the placeholder rule needs it to be."""
+    containers = pod_spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        raise BrokerSpecError("the broker pod spec needs a non-empty list of containers")
+    found = []
+    for field in ("initContainers", "containers"):
+        listed = pod_spec.get(field)
+        if listed is None:
+            continue
+        if not isinstance(listed, list):
+            raise BrokerSpecError(f"{field} must be a list")
+        for index, container in enumerate(listed):
+            if not isinstance(container, dict):
+                raise BrokerSpecError(f"{field}[{index}] must be an object")
+            resources = container.get("resources")
+            if resources is not None and not isinstance(resources, dict):
+                raise BrokerSpecError(f"{field}[{index}].resources must be an object")
+            found.append((field, index, container))
+    return found
+
+
 def replace_placeholder(pod_spec: Mapping[str, Any], resource: str) -> Object:
     """A copy of `pod_spec` whose containers ask for `resource` where they say {{PLACEHOLDER}}.
 
@@ -72,29 +95,76 @@ def replace_placeholder(pod_spec: Mapping[str, Any], resource: str) -> Object:
     BrokerSpecError when the spec is not shaped like a PodSpec where this rule needs it to be.
     """
     spec = copy.deepcopy(dict(pod_spec))
-    containers = spec.get("containers")
-    if not isinstance(containers, list) or not containers:
-        raise BrokerSpecError("the broker pod spec needs a non-empty list of containers")
-    for field in ("initContainers", "containers"):
-        listed = spec.get(field)
-        if listed is None:
+    for field, index, container in _containers(spec):
+        resources = container.get("resources")
+        if resources is None:
             continue
-        if not isinstance(listed, list):
-            raise BrokerSpecError(f"{field} must be a list")
-        for index, container in enumerate(listed):
-            where = f"{field}[{index}]"
-            if not isinstance(container, dict):
-                raise BrokerSpecError(f"{where} must be an object")
-            resources = container.get("resources")
-            if resources is None:
-                continue
-            if not isinstance(resources, dict):
-                raise BrokerSpecError(f"{where}.resources must be an object")
-            for kind in ("requests", "limits"):
-                replaced = _replace_in(resources.get(kind), f"{where}.resources.{kind}", resource)
-                if replaced is not None:
-                    resources[kind] = replaced
+        where = f"{field}[{index}]"
+        for kind in ("requests", "limits"):
+            replaced = _replace_in(resources.get(kind), f"{where}.resources.{kind}", resource)
+            if replaced is not None:
+                resources[kind] = replaced
     return spec
+
+
+CLAIM_PREFIX = "akri-slot-"
+"""Names of a DRA-mode broker's pod claims, `akri-slot-<k>`, one slot of its Instance each."""
+
+
+def _slots_asked(container: Object, where: str) -> int:
+    """How many slots a container asks through {{PLACEHOLDER}} (limits, else requests)."""
+    resources = container.get("resources") or {}
+    asked = 0
+    for kind in ("requests", "limits"):
+        listed = resources.get(kind)
+        if listed is not None and not isinstance(listed, dict):
+            raise BrokerSpecError(f"{where}.resources.{kind} must be a map of resource names")
+        if listed and naming.PLACEHOLDER in listed:
+            quantity = str(listed.pop(naming.PLACEHOLDER))
+            if not quantity.isdigit() or int(quantity) < 1:
+                raise BrokerSpecError(f"{where} asks {quantity!r} slots: not a positive integer")
+            asked = int(quantity)  # limits come last and win, as for extended resources
+    return asked
+
+
+def claim_placeholder(pod_spec: Mapping[str, Any], template: str) -> Object:
+    """DRA mode: a copy of `pod_spec` whose containers get their {{PLACEHOLDER}} slots as
+    claims made from the Instance's ResourceClaimTemplate `template` (one slot each).
+
+    Slots are counted as the kubelet's device manager counts devices: app containers get
+    their own, init containers reuse the first ones, so a pod needs the larger of the app
+    containers' sum and the largest init container's number (docs/design.md §8a).
+    """
+    spec = copy.deepcopy(dict(pod_spec))
+    app_next, needed = 0, 0
+    for field, index, container in _containers(spec):
+        asked = _slots_asked(container, f"{field}[{index}]")
+        if not asked:
+            continue
+        first = app_next if field == "containers" else 0
+        if field == "containers":
+            app_next += asked
+        needed = max(needed, first + asked)
+        claims = [{"name": f"{CLAIM_PREFIX}{k}"} for k in range(first, first + asked)]
+        resources = container["resources"]
+        resources["claims"] = [*(resources.get("claims") or []), *claims]
+        for kind in ("requests", "limits"):
+            if kind in resources and not resources[kind]:
+                del resources[kind]
+    if needed:
+        made = [
+            {"name": f"{CLAIM_PREFIX}{k}", "resourceClaimTemplateName": template}
+            for k in range(needed)
+        ]
+        spec["resourceClaims"] = [*(spec.get("resourceClaims") or []), *made]
+    return spec
+
+
+def _slots_for(pod_spec: Mapping[str, Any], instance: str, dra: bool) -> Object:
+    """The broker's way to its Instance: `akri.sh/<instance>`, or claims in DRA mode."""
+    if dra:
+        return claim_placeholder(pod_spec, instance)
+    return replace_placeholder(pod_spec, naming.resource_name(instance))
 
 
 def pin_to_node(pod_spec: Object, node: str) -> Object:
@@ -126,7 +196,9 @@ def _metadata(
     }
 
 
-def broker_pod(configuration: Configuration, instance: Instance, node: str) -> Object | None:
+def broker_pod(
+    configuration: Configuration, instance: Instance, node: str, *, dra: bool = False
+) -> Object | None:
     """The broker Pod of `instance` on `node`; None when the Configuration deploys no Pods.
 
     Its digest covers the Instance's brokerProperties too: they reach the broker only as env
@@ -136,9 +208,7 @@ def broker_pod(configuration: Configuration, instance: Instance, node: str) -> O
     if broker is None or broker.broker_pod_spec is None:
         return None
     name = _name(instance)
-    spec = pin_to_node(
-        replace_placeholder(broker.broker_pod_spec, naming.resource_name(name)), node
-    )
+    spec = pin_to_node(_slots_for(broker.broker_pod_spec, name, dra), node)
     digest = spec_hash(spec, instance.spec.broker_properties)
     pod_name = naming.broker_pod_name(name, node, instance.spec.shared)
     labels = broker_labels(instance, node)
@@ -150,7 +220,9 @@ def broker_pod(configuration: Configuration, instance: Instance, node: str) -> O
     }
 
 
-def broker_job(configuration: Configuration, instance: Instance) -> Object | None:
+def broker_job(
+    configuration: Configuration, instance: Instance, *, dra: bool = False
+) -> Object | None:
     """The broker Job of `instance` for the Configuration's current generation, or None."""
     broker = configuration.spec.broker_spec
     if broker is None or broker.broker_job_spec is None:
@@ -160,7 +232,7 @@ def broker_job(configuration: Configuration, instance: Instance) -> Object | Non
     template = spec.get("template")
     if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
         raise BrokerSpecError("the broker job spec needs a template with a pod spec")
-    template["spec"] = replace_placeholder(template["spec"], naming.resource_name(name))
+    template["spec"] = _slots_for(template["spec"], name, dra)
     template_metadata = template.setdefault("metadata", {})
     template_metadata["labels"] = {
         **(template_metadata.get("labels") or {}),

@@ -126,6 +126,24 @@ class Caches:
             label_selector=selector,
         )
         self.nodes = Cache(core.list_node, on.node)
+        self.claim_templates: Cache | None = None
+        """The Instances' ResourceClaimTemplates, followed in DRA mode only."""
+        self._custom = custom
+        self._namespace = namespace
+
+    def follow_claim_templates(self, on_change: OnChange) -> Cache:
+        """DRA mode: a cache of the ResourceClaimTemplates this controller makes."""
+        group, version, plural = "resource.k8s.io", "v1", "resourceclaimtemplates"
+        lister: ListFunction = (
+            functools.partial(self._custom.list_cluster_custom_object, group, version, plural)
+            if self._namespace is None
+            else functools.partial(
+                self._custom.list_namespaced_custom_object, group, version, self._namespace, plural
+            )
+        )
+        selector = f"{naming.LABEL_CONTROLLER}={naming.CONTROLLER_LABEL_VALUE}"
+        self.claim_templates = Cache(lister, on_change, label_selector=selector)
+        return self.claim_templates
 
     def all(self) -> list[Cache]:
         return [
@@ -160,6 +178,8 @@ class Context:
     """Which nodes are lost (deleted, or not Ready past the grace)."""
     outcomes: dict[tuple[str, str], BrokerOutcome] = field(default_factory=dict)
     """Latest broker creation outcome per Configuration (namespace, name)."""
+    dra: bool = False
+    """DRA mode (resolved at start): brokers get their slots through claims."""
 
     @functools.cached_property
     def core(self) -> client.CoreV1Api:

@@ -86,6 +86,10 @@ class Controller:
                 for cache in self.caches.all():
                     await cache.wait_synced()
                 if await resolve(self.tuning.mode, self._api_client) is Mode.DRA:
+                    templates = self.caches.follow_claim_templates(self._on_claim_template)
+                    tasks.create_task(templates.run(), name="controller-watch")
+                    await templates.wait_synced()
+                    self.context.dra = True
                     self.dra = DraPublisher(self._api_client, self.caches)
                     await self.dra.sweep()
                     for namespace, name in list(self.caches.configurations.reflector.objects):
@@ -136,6 +140,10 @@ class Controller:
             self.queue.add((INSTANCE, namespace, instance))
         if configuration := labels.get(naming.LABEL_CONFIGURATION):
             self.queue.add((CONFIGURATION, namespace, configuration))
+
+    async def _on_claim_template(self, _kind: EventType, obj: Object) -> None:
+        """A template is named as its Instance: one deleted by hand is made again."""
+        self.queue.add((INSTANCE, *object_key(obj)))
 
     async def _on_node(self, _kind: EventType, obj: Object) -> None:
         self.queue.add((NODE, "", obj["metadata"]["name"]))
