@@ -198,7 +198,8 @@ async def pod_claim(user: User, pod: str) -> str | None:
 async def test_a_per_instance_template_gives_each_pod_a_slot_of_that_instance(
     cluster: Cluster,
 ) -> None:
-    """The Instance's ResourceClaimTemplate (one slot of it): each pod naming it gets a claim
+    """The Instance's ResourceClaimTemplate, made by the controller (one slot of the Instance):
+    each pod naming it gets a claim
     of its own, made from the template, owned by the pod; capacity 2 admits two such pods, the
     third waits with the scheduler's reason, and runs when one goes, whose claim goes with it."""
     user = User(cluster)
@@ -206,10 +207,14 @@ async def test_a_per_instance_template_gives_each_pod_a_slot_of_that_instance(
     await user.apply(configuration(unique=True))
     await eventually(lambda: published(cluster), "both devices published for both nodes")
     a = naming.instance_name(CFG, "foo0")
-    instance = Instance.from_wire(await user.instance(a) or {})
-    await api.create_namespaced_custom_object(
-        GROUP, VERSION, "default", "resourceclaimtemplates", instance_claim_template(instance, {})
-    )
+
+    async def template_made() -> bool:  # by the controller, for every Instance
+        found = await api.list_namespaced_custom_object(
+            GROUP, VERSION, "default", "resourceclaimtemplates"
+        )
+        return a in {t["metadata"]["name"] for t in found["items"]}
+
+    await eventually(template_made, "the Instance's ResourceClaimTemplate")
     for name in ("p1", "p2"):
         await user.run(claim_pod(name, None, a, template=True))
         await user.wait_running(name)
