@@ -11,9 +11,8 @@ import pytest
 from kubernetes_asyncio import client
 
 from akri import naming
-from akri.api import Instance
 from akri.controller.context import Tuning
-from akri.dra.devices import instance_claim_template, instance_selector
+from akri.dra.devices import instance_selector
 from akri.dra.mode import Mode
 from akri.sim.cluster import Cluster
 from tests.sim.users import User
