@@ -173,13 +173,30 @@ class Instance:
         return None
 
     def with_slots(self, holders: Mapping[int, Holder]) -> Instance:
-        """A copy with the given slots set; freed slots are written as `""`."""
-        changes = {slot_id(self.name, i): format_usage(h) for i, h in holders.items()}
-        return replace(self, usage={**self.usage, **changes})
+        """A copy with the given slots set; freed slots are written as `""`.
+
+        The copy's `slots` is derived from this one's rather than parsed again: a batch of
+        Allocates decides one request after another on ever newer copies."""
+        written = {i: format_usage(h) for i, h in holders.items()}
+        changed = replace(
+            self,
+            usage={**self.usage, **{slot_id(self.name, i): v for i, v in written.items()}},
+        )
+        if "slots" in self.__dict__:  # cached_property keeps its value there
+            changed.__dict__["slots"] = {
+                **self.slots,
+                **{i: parse_usage(v) for i, v in written.items()},
+            }
+        return changed
 
 
 def usage_problems(instance: Instance) -> list[str]:
     """What in `deviceUsage` is ignored or unusable, for the agent and controller to log."""
+    slots = instance.slots  # parsed once per Instance, shared with every other reader
+    if len(slots) == len(instance.usage) and not any(
+        isinstance(h, Corrupt) for h in slots.values()
+    ):
+        return []
     problems = []
     for key in sorted(instance.usage):
         index = slot_index(instance.name, key)

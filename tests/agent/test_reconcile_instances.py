@@ -165,30 +165,56 @@ def test_only_the_first_node_writes_the_device_properties() -> None:
     assert joined(without_a, cfg, NODE_B, b_view) == with_spec(without_a, broker_properties=b_view)
 
 
-@pytest.mark.parametrize(
-    ("usage", "capacity", "expected"),
-    [
-        ({"i-0": "", "i-1": ""}, 3, {"i-0": "", "i-1": "", "i-2": ""}),
-        ({"i-0": "", "i-1": "", "i-2": ""}, 1, {"i-0": ""}),
-        ({"i-0": "", "i-1": "", "i-2": "node-b"}, 1, {"i-0": "", "i-2": "node-b"}),
-        ({"i-1": "C:cfg-0:node-a"}, 1, {"i-0": "", "i-1": "C:cfg-0:node-a"}),
-        ({}, 2, {"i-0": "", "i-1": ""}),
-        ({"i-0": "node-a", "junk": ""}, 1, {"i-0": "node-a"}),
-    ],
-)
+RESIZES = [
+    ({"i-0": "", "i-1": ""}, 3, {"i-0": "", "i-1": "", "i-2": ""}),
+    ({"i-0": "", "i-1": "", "i-2": ""}, 1, {"i-0": ""}),
+    ({"i-0": "", "i-1": "", "i-2": "node-b"}, 1, {"i-0": "", "i-2": "node-b"}),
+    ({"i-1": "C:cfg-0:node-a"}, 1, {"i-0": "", "i-1": "C:cfg-0:node-a"}),
+    ({}, 2, {"i-0": "", "i-1": ""}),
+    ({"i-0": "node-a", "junk": ""}, 1, {"i-0": "node-a"}),
+    ({"i-0": "node-a", "junk": "x"}, 1, {"i-0": "node-a", "junk": "x"}),
+    (
+        {"i-0": "", "i-1": "node-a", "i-2": "node-b"},
+        2,
+        {"i-0": "", "i-1": "node-a", "i-2": "node-b"},
+    ),
+    ({"i-0": "", "i-01": ""}, 1, {"i-0": ""}),
+]
+
+
+def named_i(configuration: Configuration, usage: dict[str, str], capacity: int) -> Instance:
+    """An Instance named `i` of `configuration` seen by NODE_A, with this usage and capacity."""
+    instance = existing(configuration, NODE_A, "foo0")
+    instance = instance.model_copy(
+        update={"metadata": instance.metadata.model_copy(update={"name": "i"})}
+    )
+    return with_spec(instance, device_usage=usage, capacity=capacity)
+
+
+@pytest.mark.parametrize(("usage", "capacity", "expected"), RESIZES)
 def test_slot_keys_follow_the_capacity_but_held_slots_stay(
     usage: dict[str, str], capacity: int, expected: dict[str, str]
 ) -> None:
     cfg = config(capacity=capacity)
-    instance = existing(cfg, NODE_A, "foo0")
-    instance = instance.model_copy(
-        update={"metadata": instance.metadata.model_copy(update={"name": "i"})}
-    )
-    instance = with_spec(instance, device_usage=usage, capacity=99)
+    instance = named_i(cfg, usage, 99)
     updated = joined(instance, cfg, NODE_A, instance.spec.broker_properties)
     assert updated is not None
     assert updated.spec.capacity == capacity
     assert updated.spec.device_usage == expected
+
+
+@pytest.mark.parametrize(("usage", "capacity", "expected"), RESIZES)
+def test_slot_keys_are_rewritten_exactly_when_they_do_not_follow_the_capacity(
+    usage: dict[str, str], capacity: int, expected: dict[str, str]
+) -> None:
+    cfg = config(capacity=capacity)
+    instance = named_i(cfg, usage, capacity)  # the capacity is current, the keys may not be
+    updated = joined(instance, cfg, NODE_A, instance.spec.broker_properties)
+    if usage == expected:
+        assert updated is None
+    else:
+        assert updated is not None
+        assert updated.spec.device_usage == expected
 
 
 def test_capacity_and_broker_properties_changes_reach_existing_instances() -> None:

@@ -17,6 +17,7 @@ from akri.slots import (
     ClAllocation,
     ConfigurationHolder,
     Corrupt,
+    Holder,
     Instance,
     NodeHolder,
     allocate_cl,
@@ -259,3 +260,19 @@ def test_corrupt_usage_never_raises(
         mine = sum(instance.holding(i, node) is not None for i in instance.slots)
         assert released.held == instance.held - mine
         assert node not in scrub_node(instance, node).nodes
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    usage=usages,
+    changes=st.dictionaries(st.integers(0, 6), grammar_values.map(parse_usage), max_size=4),
+)
+def test_slots_of_a_changed_copy_are_those_of_its_usage(
+    usage: dict[str, str], changes: dict[int, Holder]
+) -> None:
+    before = Instance("cfg-a", CFG, 3, NODES, usage)
+    assert before.slots is not None  # parsed, so the copy derives its own from it
+
+    after = before.with_slots(changes)
+
+    assert after.slots == Instance("cfg-a", CFG, 3, NODES, dict(after.usage)).slots

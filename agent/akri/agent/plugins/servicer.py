@@ -123,15 +123,18 @@ class PluginServicer(DevicePluginServicer, abc.ABC):
         sent_at = -math.inf
         try:
             with self.env.cache.subscribe(self.topic()) as changes:
+                devices = self.devices()
                 while True:
-                    devices = self.devices()
                     if devices != sent:
                         metrics.LIST_AND_WATCH_SENDS.labels(self.spec.level).inc()
                         sent, sent_at = devices, loop.time()
                         yield _list_response(devices)
                     await changes.next()
-                    if self.send_interval and _only_grows(sent, self.devices()):
-                        await asyncio.sleep(sent_at + self.send_interval - loop.time())
+                    devices = self.devices()
+                    wait = sent_at + self.send_interval - loop.time()
+                    if self.send_interval and wait > 0 and _only_grows(sent, devices):
+                        await asyncio.sleep(wait)
+                        devices = self.devices()
         finally:
             ended()
 
