@@ -113,7 +113,9 @@ def test_ipv6_interface_takes_interface_names(name: str) -> None:
     assert details_of(f"ipv6Interface: {name}").ipv6_interface == name
 
 
-@pytest.mark.parametrize("name", ["", "x" * 16, "eth 0", "a/b", "fe80::1", "eth0%1", "1"])
+@pytest.mark.parametrize(
+    "name", ["", "x" * 16, "eth 0", "a/b", "fe80::1", "eth0%1", "a#b", "u@h", "a]b", "1"]
+)
 def test_ipv6_interface_refuses_what_cannot_name_an_interface(name: str) -> None:
     with pytest.raises(InvalidDetails, match="ipv6Interface"):
         details_of(f"ipv6Interface: {name!r}" if name != "1" else "ipv6Interface: 1")
