@@ -17,8 +17,10 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri.agent import metrics
 from akri.agent.discovery.model import Device
+from akri.agent.instance_reports import InstanceReporter
 from akri.agent.instances import InstanceCache
 from akri.agent.offline import OfflineGrace
+from akri.agent.offline_reports import OfflineReports
 from akri.agent.reconcile import (
     Delete,
     Wanted,
@@ -58,6 +60,7 @@ class InstancePublisher:
         self._backoff = backoff
         self._node = node
         self._grace = OfflineGrace(grace)
+        self._offline = OfflineReports(InstanceReporter(cache, node), node, grace)
         self._clock = clock
         self._warn_once = OnceLog(log)
         self.devices: dict[str, Device] = {}
@@ -75,9 +78,13 @@ class InstancePublisher:
         await self._create_all(configuration, todo.create, wanted)
         for want in todo.join:
             await self._join(configuration, want)
-        for name in todo.leave + self._grace.expired(todo.missing, self._clock()):
+        expired = self._grace.expired(todo.missing, self._clock())
+        for name in todo.leave + expired:
             await self._leave(namespace, name)
         self.devices = {name: want.device for name, want in wanted.items()}
+        await self._offline.update(
+            namespace, self._grace.missing - set(expired), wanted, self._instances(configuration)
+        )
         self._count(configuration)
         return self._grace.next_expiry()
 
