@@ -120,8 +120,10 @@ async def test_pods_get_the_broker_env_through_cdi_and_lose_it_when_they_end(
             await gone(user, "two")
 
         await gone(user, "one")
-        await eventually(lambda: not cdi_specs(cluster), "the CDI specs to be removed")
-        assert plugin(cluster).plugin.prepared == {}
+        await eventually(
+            lambda: not cdi_specs(cluster) and not plugin(cluster).plugin.prepared,
+            "the CDI specs and their records to be removed",
+        )
         await eventually(lambda: not kubelet.dra.claims, "the kubelet to forget the claims")
 
 
@@ -163,10 +165,12 @@ async def test_prepared_claims_survive_agent_and_kubelet_restarts(cluster: Clust
 
     await gone(user, "first")
     await eventually(
-        lambda: cdi.spec_file_name(uid) not in {p.name for p in cdi_specs(cluster)},
-        "the first claim's CDI spec to be removed",
+        lambda: (
+            cdi.spec_file_name(uid) not in {p.name for p in cdi_specs(cluster)}
+            and uid not in plugin(cluster).plugin.prepared
+        ),
+        "the first claim's CDI spec and record to be removed",
     )
-    assert uid not in plugin(cluster).plugin.prepared
     await gone(user, "second")
     await eventually(lambda: not cdi_specs(cluster), "every CDI spec to be removed")
 
