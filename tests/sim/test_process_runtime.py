@@ -213,3 +213,29 @@ async def test_a_cluster_stopped_while_a_pod_is_terminating_leaves_no_process_or
     await kubectl("delete", "pod", "stubborn", "--wait=false")
     await eventually(terminated.exists, "SIGTERM to the stubborn pod", 30)
     # the cluster stops now, inside the pod's grace period
+
+
+async def test_jobs_run_to_completion_or_to_their_backoff_limit(
+    cluster: Cluster, kubectl: Kubectl, tmp_path: Path
+) -> None:
+    def job(name: str, exit_code: int) -> dict[str, Any]:
+        container = {"name": "main", "image": IMAGE, "command": ["sh", "-c", f"exit {exit_code}"]}
+        return {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name},
+            "spec": {
+                "backoffLimit": 1,
+                "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
+            },
+        }
+
+    await apply(kubectl, tmp_path, job("works", 0), job("breaks", 2))
+    await kubectl("wait", "--for=condition=Complete", "job/works", "--timeout=30s", deadline_s=35)
+    await kubectl("wait", "--for=condition=Failed", "job/breaks", "--timeout=30s", deadline_s=35)
+    pods = json.loads(await kubectl("get", "pods", "-o", "json"))["items"]
+    phases = sorted(
+        (p["metadata"]["labels"]["batch.kubernetes.io/job-name"], p["status"]["phase"])
+        for p in pods
+    )
+    assert phases == [("breaks", "Failed"), ("breaks", "Failed"), ("works", "Succeeded")]

@@ -135,3 +135,68 @@ def test_daemonset_update_replaces_one_available_pod_at_a_time() -> None:
     assert [p["metadata"]["uid"] for p in decided.delete] == ["a"]
     assert decided.status["updatedNumberScheduled"] == 0
     assert decided.status["numberAvailable"] == decided.status["desiredNumberScheduled"] == 3
+
+
+def job(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "once", "namespace": "default", "uid": "j1"},
+        "spec": {
+            "completions": 1,
+            "parallelism": 1,
+            "backoffLimit": 1,
+            **spec,
+            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "m"}]}},
+        },
+    }
+
+
+def job_pod(phase: str) -> dict[str, Any]:
+    return {"metadata": {"name": f"once-{phase}"}, "status": {"phase": phase}}
+
+
+def conditions(decided: plan.PodPlan) -> list[str]:
+    return [c["type"] for c in decided.status["conditions"] if c["status"] == "True"]
+
+
+def test_a_job_runs_pods_until_enough_succeeded() -> None:
+    started = plan.plan_job(job(completions=3, parallelism=2), [], "t0")
+    assert len(started.create) == 2
+    (first, _) = started.create
+    assert first["metadata"]["labels"] == {
+        plan.JOB_NAME_LABEL: "once",
+        plan.JOB_UID_LABEL: "j1",
+    }
+    assert first["metadata"]["ownerReferences"][0]["kind"] == "Job"
+    one_left = plan.plan_job(
+        job(completions=3, parallelism=2),
+        [job_pod("Succeeded"), job_pod("Succeeded"), job_pod("Running")],
+        "t1",
+    )
+    assert one_left.create == []  # the running pod is the third completion
+    assert conditions(one_left) == []
+    done = plan.plan_job(job(completions=3), [job_pod("Succeeded")] * 3, "t2")
+    assert conditions(done) == ["SuccessCriteriaMet", "Complete"]
+    assert done.status["completionTime"] == "t2"
+    assert (done.status["succeeded"], done.status["active"]) == (3, 0)
+    finished = {**job(completions=3), "status": done.status}
+    assert plan.plan_job(finished, [job_pod("Succeeded")] * 3, "t3").status == done.status
+
+
+def test_a_job_fails_after_its_backoff_limit_and_stops_its_pods() -> None:
+    retried = plan.plan_job(job(backoffLimit=1), [job_pod("Failed")], "t0")
+    assert len(retried.create) == 1
+    assert conditions(retried) == []
+    running = job_pod("Running")
+    failed = plan.plan_job(
+        job(backoffLimit=1, parallelism=2, completions=2),
+        [job_pod("Failed"), job_pod("Failed"), running],
+        "t1",
+    )
+    assert conditions(failed) == ["FailureTarget", "Failed"]
+    assert failed.create == []
+    assert failed.delete == [running]
+    assert failed.status["failed"] == 2
+    after = {**job(backoffLimit=1), "status": failed.status}
+    assert plan.plan_job(after, [job_pod("Failed")] * 3, "t2").create == []

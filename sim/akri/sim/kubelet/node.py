@@ -272,9 +272,12 @@ class NodeBridge:
                 except Exception:  # one odd pod must not keep the node's other pods waiting
                     self._warn_once(f"cannot admit {name} on {self._node}", key=uid, exc_info=True)
                     continue
-            if uid not in self._written and await self._write(pod, self._outcomes[uid]):
-                self._written.add(uid)
-                self._outcomes[uid].pop("metadata", None)  # the allocations are recorded
+            outcome = self._outcomes[uid]
+            status = outcome["status"]
+            if uid not in self._written and await self._write(pod, outcome):
+                outcome.pop("metadata", None)  # the allocations are recorded
+                if outcome["status"] is status:  # else it changed during the write: again
+                    self._written.add(uid)
 
     async def _admit(self, pod: Object) -> dict[str, Any]:
         metadata = pod["metadata"]

@@ -1,5 +1,5 @@
-"""The DaemonSet, ReplicaSet, Deployment and disruption controllers of the simulated control plane
-(and the service-account controller's `default` ServiceAccount in every namespace).
+"""The DaemonSet, ReplicaSet, Deployment, Job and disruption controllers of the simulated control
+plane (and the service-account controller's `default` ServiceAccount in every namespace).
 
 Level-triggered like kube-controller-manager's: watches mark objects dirty (a pod marks its
 controlling owner, a ReplicaSet its Deployment, a Node every DaemonSet), and each dirty object
@@ -117,6 +117,7 @@ class WorkloadControllers:
 
     def __init__(self, api_client: client.ApiClient) -> None:
         self._apps = client.AppsV1Api(api_client)
+        self._batch = client.BatchV1Api(api_client)
         self._core = client.CoreV1Api(api_client)
         self._queue = _WorkQueue[Item](self._reconcile)
         self._mark = self._queue.mark
@@ -129,6 +130,7 @@ class WorkloadControllers:
         self._replicasets = Reflector(
             self._apps.list_replica_set_for_all_namespaces, self._replicaset_changed
         )
+        self._jobs = Reflector(self._batch.list_job_for_all_namespaces, self._marker("Job"))
         self._pods = Reflector(self._core.list_pod_for_all_namespaces, self._pod_changed)
         self._nodes = Reflector(self._core.list_node, self._node_changed)
         self._namespaces = Reflector(self._core.list_namespace, self._namespace_changed)
@@ -139,8 +141,8 @@ class WorkloadControllers:
 
     async def run(self) -> None:
         await self._queue.serve(
-            self._daemonsets, self._deployments, self._replicasets, self._pods, self._nodes,
-            self._namespaces,
+            self._daemonsets, self._deployments, self._replicasets, self._jobs, self._pods,
+            self._nodes, self._namespaces,
         )  # fmt: skip
 
     # --- events ----------------------------------------------------------------------------
@@ -166,7 +168,7 @@ class WorkloadControllers:
         self._mark((owner["kind"], obj["metadata"].get("namespace", ""), owner["name"]))
 
     async def _pod_changed(self, event: EventType, pod: Object) -> None:
-        self._index(event, pod, ("DaemonSet", "ReplicaSet"))
+        self._index(event, pod, ("DaemonSet", "ReplicaSet", "Job"))
 
     async def _replicaset_changed(self, event: EventType, replicaset: Object) -> None:
         self._index(event, replicaset, ("Deployment",))
@@ -197,12 +199,13 @@ class WorkloadControllers:
             "DaemonSet": self._daemonsets,
             "ReplicaSet": self._replicasets,
             "Deployment": self._deployments,
+            "Job": self._jobs,
         }[kind].objects
         cached = cache.get((namespace, name))
         if cached is None or cached["metadata"].get("deletionTimestamp"):
             return
         # listed objects carry no apiVersion/kind (watched ones do); owner references need both
-        obj = {**cached, "apiVersion": "apps/v1", "kind": kind}
+        obj = {**cached, "apiVersion": "batch/v1" if kind == "Job" else "apps/v1", "kind": kind}
         if not self._expectations.settled(item):
             return
         owned = list(self._owned.get(obj["metadata"]["uid"], {}).values())
@@ -212,6 +215,8 @@ class WorkloadControllers:
             await self._carry_out(item, obj, plan.plan_daemonset(obj, nodes, owned, now))
         elif kind == "ReplicaSet":
             await self._carry_out(item, obj, plan.plan_replicaset(obj, owned, now))
+        elif kind == "Job":
+            await self._carry_out(item, obj, plan.plan_job(obj, owned, _now()))
         else:
             await self._sync_deployment(item, obj, owned)
 
@@ -250,6 +255,7 @@ class WorkloadControllers:
             "DaemonSet": self._apps.patch_namespaced_daemon_set_status,
             "ReplicaSet": self._apps.patch_namespaced_replica_set_status,
             "Deployment": self._apps.patch_namespaced_deployment_status,
+            "Job": self._batch.patch_namespaced_job_status,
         }[kind]
         await call(patch, name, namespace, {"status": status})
 

@@ -3,8 +3,9 @@
 DaemonSet: one pod per node that its template fits (node selection, taints), replaced node by
 node within `maxUnavailable`/`maxSurge` when the template changes. ReplicaSet: as many pods
 as `replicas`. Deployment: one ReplicaSet per template, the new one scaled up and the old ones
-down within `maxSurge`/`maxUnavailable` (or all old ones first, for `Recreate`). Each writes
-the status fields `kubectl rollout status` and `helm --wait` read.
+down within `maxSurge`/`maxUnavailable` (or all old ones first, for `Recreate`). Job: pods
+until enough succeeded or too many failed. Each writes the status fields `kubectl rollout
+status` and `helm --wait` read.
 """
 
 from __future__ import annotations
@@ -199,7 +200,7 @@ def should_run_daemon(daemonset: Object, node: Object) -> bool:
 
 @dataclass
 class PodPlan:
-    """What a DaemonSet or ReplicaSet controller does next, and the status it writes."""
+    """What a DaemonSet, ReplicaSet or Job controller does next, and the status it writes."""
 
     create: list[JSON] = field(default_factory=list)
     delete: list[Object] = field(default_factory=list)
@@ -347,6 +348,72 @@ def plan_replicaset(replicaset: Object, pods: Iterable[Object], now: datetime) -
         "availableReplicas": sum(1 for p in active if is_available(p, min_ready, now)),
     }
     plan.waiting_for_min_ready = plan.status["readyReplicas"] > plan.status["availableReplicas"]
+    return plan
+
+
+# --- Job -------------------------------------------------------------------------------
+
+JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
+JOB_UID_LABEL: Final = "batch.kubernetes.io/controller-uid"
+
+
+def _job_condition(kind: str, reason: str, message: str, now: str) -> JSON:
+    return {
+        "type": kind,
+        "status": "True",
+        "reason": reason,
+        "message": message,
+        "lastProbeTime": now,
+        "lastTransitionTime": now,
+    }
+
+
+def plan_job(job: Object, pods: Iterable[Object], now: str) -> PodPlan:
+    """Up to `parallelism` pods at a time until `completions` pods succeeded (Complete), or
+    until more than `backoffLimit` failed (Failed, its running pods deleted). A finished Job
+    creates nothing more; its status says what kubectl and `helm --wait` read."""
+    spec, status = _spec(job), _status(job)
+    pods = list(pods)
+    succeeded = sum(1 for p in pods if _status(p).get("phase") == "Succeeded")
+    failed = sum(1 for p in pods if _status(p).get("phase") == "Failed")
+    active = [p for p in pods if is_active(p)]
+    completions, parallelism = int(spec.get("completions", 1)), int(spec.get("parallelism", 1))
+    conditions: list[JSON] = [dict(c) for c in status.get("conditions") or []]
+    finished = any(
+        c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in conditions
+    )
+    plan = PodPlan()
+    extra: JSON = {}
+    if not finished and succeeded >= completions:
+        conditions += [
+            _job_condition("SuccessCriteriaMet", "CompletionsReached", "Reached expected "
+                           "number of succeeded pods", now),
+            _job_condition("Complete", "CompletionsReached", "Reached expected number of "
+                           "succeeded pods", now),
+        ]  # fmt: skip
+        extra["completionTime"] = now
+    elif not finished and failed > int(spec.get("backoffLimit", 6)):
+        message = "Job has reached the specified backoff limit"
+        conditions += [
+            _job_condition("FailureTarget", "BackoffLimitExceeded", message, now),
+            _job_condition("Failed", "BackoffLimitExceeded", message, now),
+        ]
+        plan.delete = active
+    elif not finished:
+        labels = {JOB_NAME_LABEL: _meta(job)["name"], JOB_UID_LABEL: _meta(job)["uid"]}
+        wanted = min(parallelism, completions - succeeded) - len(active)
+        template = spec.get("template") or {}
+        plan.create = [pod_from_template(job, template, labels) for _ in range(wanted)]
+    plan.status = {
+        "active": len(active) - len(plan.delete),
+        "ready": sum(1 for p in active if is_ready(p)),
+        "succeeded": succeeded,
+        "failed": failed,
+        "startTime": status.get("startTime") or now,
+        **({"completionTime": status["completionTime"]} if "completionTime" in status else {}),
+        **extra,
+        "conditions": conditions,
+    }
     return plan
 
 
