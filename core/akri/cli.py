@@ -201,7 +201,67 @@ def _add_sim(subparsers: Subparsers) -> None:
     parser.set_defaults(run=_run_sim)
 
 
-COMMANDS: tuple[Callable[[Subparsers], None], ...] = (_add_crds, _add_instance_name, _add_sim)
+def _run_cleanup(args: argparse.Namespace) -> int:
+    # Imported here: the API client is not needed by the other commands.
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    from akri.controller.uninstall import Cleanup
+    from akri.kube import connect
+    from akri.kube.calls import error_message
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", force=True)
+
+    async def run() -> int:
+        async with await connect.api_client(args.kubeconfig) as api:
+            outcome = await Cleanup(api, args.namespace).run(args.timeout)
+        print(
+            f"akri cleanup: {len(outcome.deleted)} Configurations deleted, "
+            f"{len(outcome.forced)} Instances released after the timeout"
+        )
+        return 0
+
+    try:
+        return asyncio.run(run())
+    except ApiException as error:
+        print(f"akri cleanup: {error_message(error)}", file=sys.stderr)
+    except (OSError, RuntimeError) as error:
+        print(f"akri cleanup: {error}", file=sys.stderr)
+    return 1
+
+
+def _add_cleanup(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "cleanup",
+        help="delete every Configuration and wait until brokers and Instances are gone",
+        description="What `helm uninstall` runs first (the chart's pre-delete hook): delete "
+        "the Configurations, let the running agents and controller remove brokers and "
+        "Instances, and after TIMEOUT remove the Instances' slots finalizer as a last resort.",
+    )
+    parser.add_argument(
+        "--namespace", help="only this namespace's Configurations (default: all namespaces)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_duration,
+        default=120.0,
+        metavar="DURATION",
+        help="how long to wait before releasing Instances (e.g. 90s, 2m; default: %(default)gs)",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=os.environ.get("KUBECONFIG") or None,
+        help="a kubeconfig file (default: KUBECONFIG, else the Pod's service account)",
+    )
+    parser.set_defaults(run=_run_cleanup)
+
+
+COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
+    _add_crds,
+    _add_instance_name,
+    _add_sim,
+    _add_cleanup,
+)
 
 
 def _arguments(root: argparse.ArgumentParser) -> None:

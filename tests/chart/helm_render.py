@@ -1,9 +1,10 @@
 """The chart rendered by the real Helm engine (helm-sdkpy): `helm install` into an API emulator.
 
 helm-sdkpy offers no `helm template`, so a release is installed (without waiting) into an
-emulator that serves every kind the chart creates, and Helm's own rendered manifest is read from
-the release. The engine reads HELM_DRIVER only from the environment its process started with,
-so the installs run in a child process: `python -m tests.chart.helm_render` reads a JSON list of
+emulator that serves every kind the chart creates, and Helm's own rendered manifest (and its
+hooks') is read from the release. The engine reads HELM_DRIVER only from the environment its
+process started with, so the installs run in a child process: `python -m
+tests.chart.helm_render` reads a JSON list of
 {"release", "values"} on stdin and prints {release: {"manifest"} or {"error"}} on stdout.
 """
 
@@ -107,7 +108,8 @@ async def _install_all(requests: Sequence[Mapping[str, Any]]) -> dict[str, dict[
                 except helm_sdkpy.HelmError as error:
                     results[release] = {"error": str(error)}
                 else:
-                    results[release] = {"manifest": installed["manifest"]}
+                    hooks = [h["manifest"] for h in installed.get("hooks") or []]
+                    results[release] = {"manifest": "\n---\n".join([installed["manifest"], *hooks])}
     return results
 
 

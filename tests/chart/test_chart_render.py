@@ -425,3 +425,28 @@ async def test_the_controller_serves_the_chart_made_certificate_to_the_api_serve
         )
         writer.close()
         await writer.wait_closed()
+
+
+def test_uninstall_first_runs_akri_cleanup_in_a_pre_delete_hook() -> None:
+    job = the("defaults", "Job", "-cleanup")
+    assert job["metadata"]["annotations"] == {
+        "helm.sh/hook": "pre-delete",
+        "helm.sh/hook-delete-policy": "before-hook-creation,hook-succeeded",
+    }
+    pod = job["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "defaults-akri-cleanup"
+    assert pod["restartPolicy"] == "Never"
+    assert pod["containers"][0]["command"] == ["akri", "cleanup", "--timeout", "2m"]
+    namespaced = the("single-controller-namespaced", "Job", "-cleanup")["spec"]["template"]
+    command = namespaced["spec"]["containers"][0]["command"]
+    assert command[-2:] == ["--namespace", "devices"]
+    role = the("defaults", "ClusterRole", "-cleanup")
+    assert {(r["resources"][0], tuple(r["verbs"])) for r in role["rules"]} == {
+        ("configurations", ("list", "delete")),
+        ("instances", ("list", "patch")),
+        ("pods", ("list",)),
+        ("jobs", ("list",)),
+    }
+    disabled = render([{"release": "no-cleanup", "values": {"cleanup": {"enabled": False}}}])
+    kinds = {d["kind"] for d in yaml.safe_load_all(disabled["no-cleanup"]["manifest"]) if d}
+    assert "Job" not in kinds

@@ -14,7 +14,7 @@ import logging
 from collections.abc import AsyncIterator, Coroutine, Sequence
 from typing import Any
 
-from kubernetes_asyncio import client, config
+from kubernetes_asyncio import client
 
 from akri.agent import metrics
 from akri.agent.configurations import ConfigurationWatcher
@@ -35,6 +35,7 @@ from akri.agent.status import StatusReporter
 from akri.discovery_handlers.debug_echo import DebugEcho
 from akri.dra.devices import DRIVER
 from akri.dra.mode import Mode, resolve
+from akri.kube import connect
 from akri.telemetry import serve_telemetry
 
 log = logging.getLogger(__name__)
@@ -55,15 +56,7 @@ def default_handlers(settings: AgentSettings) -> list[DiscoveryHandler]:
 @contextlib.asynccontextmanager
 async def kube_client(settings: AgentSettings) -> AsyncIterator[client.ApiClient]:
     """A client from KUBECONFIG, else from the Pod's service account."""
-    if settings.kubeconfig is not None:
-        api_client = await config.new_client_from_config(
-            config_file=str(settings.kubeconfig), persist_config=False
-        )
-    else:
-        configuration = client.Configuration()
-        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        api_client = client.ApiClient(configuration)
-    async with api_client:
+    async with await connect.api_client(settings.kubeconfig) as api_client:
         yield api_client
 
 

@@ -13,7 +13,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from kubernetes_asyncio import client, config
+from kubernetes_asyncio import client
 
 from akri import logs
 from akri.controller import metrics
@@ -21,6 +21,7 @@ from akri.controller.controller import Controller
 from akri.controller.leader import LeaderElector
 from akri.controller.settings import ControllerSettings, load_settings
 from akri.controller.webhook import WebhookServer
+from akri.kube import connect
 from akri.settings import SettingsError, command_line, variables
 from akri.telemetry import serve_telemetry
 
@@ -34,18 +35,6 @@ DESCRIPTION = (
     "Instance and cleans up after devices and nodes that are gone. Configured by environment "
     "variables only."
 )
-
-
-async def api_client(settings: ControllerSettings) -> client.ApiClient:
-    """From KUBECONFIG when set, else the Pod's service account."""
-    if settings.kubeconfig is not None:
-        loaded: client.ApiClient = await config.new_client_from_config(
-            config_file=str(settings.kubeconfig), persist_config=False
-        )
-        return loaded
-    configuration = client.Configuration()
-    config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    return client.ApiClient(configuration)
 
 
 def elector(settings: ControllerSettings, api: client.ApiClient) -> LeaderElector:
@@ -90,7 +79,7 @@ async def run(settings: ControllerSettings) -> int:
 
 
 async def _run_until(stop: asyncio.Event, settings: ControllerSettings) -> int:
-    async with await api_client(settings) as api:
+    async with await connect.api_client(settings.kubeconfig) as api:
         controller = Controller(api, settings.tuning())
         candidate = elector(settings, api) if settings.leader_election else None
 
