@@ -287,8 +287,9 @@ def test_dra_mode_mounts_the_kubelet_plugin_dirs_and_grants_resource_k8s_io(
         {
             "apiGroups": [RESOURCE_GROUP],
             "resources": ["resourceslices"],
-            "verbs": ["list", "create", "update", "delete"],
-        }
+            "verbs": ["list", "watch", "create", "update", "delete"],
+        },
+        {"apiGroups": [RESOURCE_GROUP], "resources": ["resourceclaims"], "verbs": ["get"]},
     ]
     assert {
         "apiGroups": [""],
