@@ -16,6 +16,7 @@ from akri.dra.devices import (
     instance_devices,
     instance_selector,
     property_attribute_problem,
+    published_devices,
 )
 
 
@@ -100,6 +101,44 @@ def test_offline_device_is_tainted_no_schedule() -> None:
         instance(), handler="h", unique=True, per_device_nodes=False, offline=True
     ).devices
     assert device["taints"] == [{"key": OFFLINE_TAINT, "effect": "NoSchedule"}]
+
+
+def reported_offline(found: Instance, *nodes: str) -> Instance:
+    rows = [{"node": n, "problems": [{"type": "DeviceOffline", "message": "m"}]} for n in nodes]
+    rows.append({"node": "x", "problems": [{"type": "PluginUnavailable", "message": "m"}]})
+    return Instance.from_wire({**found.to_wire(), "status": {"nodes": rows}})
+
+
+def selected_nodes(device: dict[str, Any]) -> list[str]:
+    return list(device["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"])
+
+
+CONFIGURATION = Configuration.from_wire(
+    {
+        "apiVersion": "akri.sh/v0",
+        "kind": "Configuration",
+        "metadata": {"name": "cfg", "namespace": "default"},
+        "spec": {"discoveryHandler": {"name": "debugEcho"}, "capacity": 2},
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("offline", "selected", "tainted"),
+    [
+        ((), ["m", "n"], False),
+        (("n",), ["m"], False),  # the others still see it: n just stops offering it
+        (("m", "n"), ["m", "n"], True),  # nobody sees it: kept, but nothing new allocated
+        (("gone",), ["m", "n"], False),  # a row of a node no longer in nodes counts for nothing
+    ],
+)
+def test_devices_reported_offline_leave_those_nodes_or_are_tainted(
+    offline: tuple[str, ...], selected: list[str], tainted: bool
+) -> None:
+    found = reported_offline(instance(nodes=("m", "n")), *offline)
+    (device,) = published_devices(found, CONFIGURATION, per_device_nodes=True).devices
+    assert selected_nodes(device) == selected
+    assert ("taints" in device) is tainted
 
 
 def test_broker_properties_become_string_attributes_where_valid() -> None:

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from akri.api import Configuration, Instance
+from akri.api import Configuration, Instance, InstanceConditionType
 from akri.naming import GROUP, dns_label, resource_name, slot_ids
 
 JSON = dict[str, Any]
@@ -155,6 +155,15 @@ def node_selector(nodes: list[str]) -> JSON:
     return {"nodeSelectorTerms": [{"matchFields": [term]}]}
 
 
+def offline_nodes(instance: Instance) -> set[str]:
+    """Nodes in `nodes` whose row of the Instance's status says `DeviceOffline`: they no
+    longer discover the device and leave `nodes` unless it comes back within the grace."""
+    rows = instance.status.nodes if instance.status is not None else []
+    offline = InstanceConditionType.DEVICE_OFFLINE
+    reported = {row.node for row in rows if any(p.type == offline for p in row.problems)}
+    return reported & set(instance.spec.nodes)
+
+
 def instance_devices(
     instance: Instance,
     *,
@@ -167,8 +176,8 @@ def instance_devices(
 
     `per_device_nodes`: the device is in a pool shared by several nodes and carries its own
     node selector (`Instance.spec.nodes`); an Instance that no node sees has no device then.
-    `offline`: the node lost the device but the Instance remains; the device is tainted
-    NoSchedule so nothing new is allocated on it while pods using it keep running.
+    `offline`: nothing new may be allocated on the device, but pods using it keep running: it
+    is tainted NoSchedule, which the allocator honours and the kubelet does not act on.
     """
     result = Devices()
     nodes = instance.spec.nodes
@@ -205,12 +214,20 @@ def instance_devices(
 def published_devices(
     instance: Instance, configuration: Configuration, *, per_device_nodes: bool
 ) -> Devices:
-    """The devices of `instance` as its Configuration has them published; an Instance being
-    deleted is tainted, so no new claim gets it while its pods finish."""
+    """The devices of `instance` as its Configuration has them published (docs/design.md
+    §8a). Nodes that report the device offline leave its node selection at once while others
+    still see it; when every node does, or the Instance is being deleted, it keeps its nodes
+    and is tainted, so no new claim gets it while the pods using it run on. A node whose
+    offline grace runs out leaves `nodes`, and the device goes with the last one."""
+    offline = offline_nodes(instance)
+    online = [node for node in instance.spec.nodes if node not in offline]
+    if online and offline:
+        spec = instance.spec.model_copy(update={"nodes": online})
+        instance = instance.model_copy(update={"spec": spec})
     return instance_devices(
         instance,
         handler=configuration.spec.discovery_handler.name,
         unique=configuration.spec.unique_devices,
         per_device_nodes=per_device_nodes,
-        offline=instance.metadata.deletion_timestamp is not None,
+        offline=instance.metadata.deletion_timestamp is not None or not online,
     )

@@ -379,7 +379,14 @@ class _Chosen:
 
 
 def _usable(request: _Request, candidate: Candidate, in_use: InUse) -> tuple[bool, Amount]:
-    """Whether the device is free for the request now, and what taking it consumes."""
+    """Whether the device is free for the request now, and what taking it consumes.
+
+    A tainted device is skipped unless the request tolerates every taint of it (structured/
+    internal/experimental/allocator_experimental.go, allocateDevice: `allTaintsTolerated`,
+    checked before constraints; the toleration rules of resourceclaim.ToleratesTaint). Only new
+    allocations look at taints: claims allocated before keep their device, and a NoSchedule
+    taint evicts nothing (only NoExecute makes the eviction controller act).
+    """
     taints = candidate.device.get("taints") or []
     if any(
         t.get("effect") in ("NoSchedule", "NoExecute") and not _tolerated(t, request.tolerations)
