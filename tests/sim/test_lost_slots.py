@@ -155,8 +155,7 @@ async def test_a_configuration_deleted_and_applied_again_keeps_the_slots_pods_ho
     for name in ("holder", "second", "intruder-node-a", "intruder-node-b"):
         await user.core.delete_namespaced_pod(name, "default")
     await eventually(lambda: _replaced(user, old), "a new Instance", deadline_s=60)
-    await user.run(pod("after", "node-b", DEVICE, 2))
-    await user.wait_running("after")
+    await user.run_until_admitted(pod("after", "node-b", DEVICE, 2))
 
 
 async def test_an_instance_deleted_by_hand_stays_until_its_pod_ends(cluster: Cluster) -> None:
@@ -176,8 +175,7 @@ async def test_an_instance_deleted_by_hand_stays_until_its_pod_ends(cluster: Clu
     for name in ("holder", "intruder"):
         await user.core.delete_namespaced_pod(name, "default")
     await eventually(lambda: _replaced(user, old), "a new Instance", deadline_s=60)
-    await user.run(pod("after", "node-b", DEVICE, 1))
-    await user.wait_running("after")
+    await user.run_until_admitted(pod("after", "node-b", DEVICE, 1))
 
 
 @pytest.mark.parametrize("level", LEVELS)

@@ -46,6 +46,25 @@ class User:
         allocations: dict[str, Any] = json.loads(found.metadata.annotations[ALLOCATIONS_ANNOTATION])
         return allocations
 
+    async def run_until_admitted(self, body: dict[str, Any]) -> None:
+        """Create the pod, and again whenever the kubelet refuses it, until it runs.
+
+        Right after an Instance is replaced, a scheduler still seeing the old plugin's devices
+        may bind a pod that the kubelet then refuses (UnexpectedAdmissionError) while the plugin
+        re-registers, as on a real node; a user, or any controller, creates it again.
+        """
+        name = body["metadata"]["name"]
+
+        async def running() -> bool:
+            phase = await self.phase(name)
+            if phase == "Failed":
+                await self.core.delete_namespaced_pod(name, "default", grace_period_seconds=0)
+            elif phase is None:
+                await self.run(body)
+            return phase == "Running"
+
+        await eventually(running, f"pod {name} to run", deadline_s=60)
+
     async def _is(self, name: str, phase: str) -> bool:
         return await self.phase(name) == phase
 
