@@ -64,8 +64,7 @@ def recorded(instances: Iterable[Instance], node: str) -> dict[Holding, SlotRef]
     return {
         holding: SlotRef(instance.name, index)
         for instance in instances
-        for index in sorted(instance.slots)
-        if (holding := instance.holding(index, node)) is not None
+        for index, holding in instance.held_by(node).items()
     }
 
 

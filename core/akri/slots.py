@@ -163,6 +163,36 @@ class Instance:
         free = [i for i in range(self.capacity) if self.slots.get(i, FREE) == FREE]
         return tuple(free[: max(self.capacity - self.held, 0)])
 
+    @cached_property
+    def _held_by(self) -> dict[str, dict[int, Holding]]:
+        """Per node, what it holds here by slot index, lowest first: the agents of every node
+        ask on every change of the Instance, and only a few slots are held."""
+        found: dict[str, dict[int, Holding]] = {}
+        for index, holder in sorted(self.slots.items()):
+            match holder:
+                case NodeHolder(node):
+                    holding = Holding(resource_name(self.name), slot_id(self.name, index))
+                case ConfigurationHolder(vdev, node):
+                    holding = Holding(resource_name(self.configuration), vdev)
+                case _:
+                    continue
+            found.setdefault(node, {})[index] = holding
+        return found
+
+    def held_by(self, node: str) -> Mapping[int, Holding]:
+        """What `node` holds here, by slot index, lowest first (as the kubelet names it)."""
+        return self._held_by.get(node, {})
+
+    @cached_property
+    def keys_follow_capacity(self) -> bool:
+        """Whether `deviceUsage` has a key for every slot below capacity and no other key but
+        slots held past it: nothing to add or drop when the capacity is as it is."""
+        return (
+            len(self.slots) == len(self.usage)
+            and all(i < self.capacity or h != FREE for i, h in self.slots.items())
+            and all(i in self.slots for i in range(self.capacity))
+        )
+
     def holding(self, index: int, node: str) -> Holding | None:
         """How the kubelet of `node` names slot `index`, or None when `node` does not hold it."""
         match self.slots.get(index, FREE):
@@ -313,9 +343,9 @@ def _bindings(pool: Iterable[Instance], node: str) -> dict[str, list[tuple[str, 
     """Virtual device -> the slots `node` holds as it (one, unless a partial write left two)."""
     bound: dict[str, list[tuple[str, int]]] = {}
     for instance in pool:
-        for index, holder in sorted(instance.slots.items()):
-            if isinstance(holder, ConfigurationHolder) and holder.node == node:
-                bound.setdefault(holder.vdev, []).append((instance.name, index))
+        for index, holding in instance.held_by(node).items():
+            if isinstance(instance.slots[index], ConfigurationHolder):
+                bound.setdefault(holding.device, []).append((instance.name, index))
     return bound
 
 
@@ -417,20 +447,13 @@ def _allocate_container(
 
 def holdings(instances: Iterable[Instance], node: str) -> set[Holding]:
     """Everything `node` holds in `instances`, through either resource."""
-    return {
-        h
-        for instance in instances
-        for index in instance.slots
-        if (h := instance.holding(index, node)) is not None
-    }
+    return {h for instance in instances for h in instance.held_by(node).values()}
 
 
 def release(instance: Instance, node: str, only: Collection[Holding] | None = None) -> Instance:
     """Free the slots `node` holds in `instance`: all of them, or only those in `only`."""
     freed = {
-        index: FREE
-        for index in instance.slots
-        if (h := instance.holding(index, node)) is not None and (only is None or h in only)
+        index: FREE for index, h in instance.held_by(node).items() if only is None or h in only
     }
     return instance.with_slots(freed) if freed else instance
 

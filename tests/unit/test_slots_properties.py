@@ -276,3 +276,16 @@ def test_slots_of_a_changed_copy_are_those_of_its_usage(
     after = before.with_slots(changes)
 
     assert after.slots == Instance("cfg-a", CFG, 3, NODES, dict(after.usage)).slots
+
+
+@settings(max_examples=300, deadline=None)
+@given(usage=usages, node=node_names)
+def test_held_by_lists_every_holding_of_the_node_in_slot_order(
+    usage: dict[str, str], node: str
+) -> None:
+    a = Instance("cfg-a", CFG, 3, NODES, usage)
+
+    held = a.held_by(node)
+
+    assert list(held) == sorted(held)
+    assert held == {i: h for i in a.slots if (h := a.holding(i, node)) is not None}

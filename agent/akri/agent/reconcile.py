@@ -128,17 +128,6 @@ def _resized_usage(name: str, usage: Mapping[str, str], capacity: int) -> dict[s
     return below | {key: holder for key, holder in usage.items() if holder or key in below}
 
 
-def _sized(instance: slots.Instance, capacity: int) -> bool:
-    """Whether `_resized_usage` would leave its deviceUsage as it is (decided on the parsed
-    slots every plugin shares, not key by key); False may also mean: not sure."""
-    held = instance.slots
-    return (
-        len(held) == len(instance.usage)
-        and all(i < capacity or h != slots.FREE for i, h in held.items())
-        and all(i in held for i in range(capacity))
-    )
-
-
 def joined(
     instance: Instance, configuration: Configuration, node: str, properties: Mapping[str, str]
 ) -> Instance | None:
@@ -153,7 +142,7 @@ def joined(
         node in spec.nodes
         and spec.capacity == capacity
         and (not writes_properties or spec.broker_properties == properties)
-        and _sized(view(instance), capacity)
+        and view(instance).keys_follow_capacity
     ):
         return None  # the common case, decided without building the update
     updated = spec.model_copy(
