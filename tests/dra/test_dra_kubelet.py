@@ -5,6 +5,8 @@ it ends, across restarts of the agent and of the kubelet."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,13 +23,14 @@ from akri.discovery_handlers.debug_echo import PROPERTY, DebugEcho
 from akri.dra.mode import Mode
 from akri.proto.dra.v1 import api_pb2 as dra
 from akri.proto.dra.v1.api_pb2_grpc import DRAPluginStub
-from akri.sim.cluster import Cluster
+from akri.sim.cluster import Cluster, RuntimeOptions
 from akri.sim.kubelet.objects import CDI_ANNOTATION
 from tests.dra.test_dra_end_to_end import CFG, GROUP, VERSION, claims, configuration, pod
 from tests.sim.users import User
 from tests.support import eventually
 
 NODE = "n"
+IMAGE = "ghcr.io/akri-py/akri-py:0.1.0"
 DESCRIPTIONS = ("foo0", "foo1")
 
 
@@ -233,3 +236,37 @@ async def test_auto_picks_the_mode_the_cluster_offers(
         assert agent is not None
         await eventually(lambda: agent.mode is not None, "the agent to pick a mode")
         assert agent.mode is expected
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None, reason="needs root and unshare"
+)
+async def test_a_container_process_sees_the_broker_env(socket_dir: Path) -> None:
+    """A pod of the project's image runs as a process: its program reads the env its CDI
+    device gave it, as a broker would."""
+    options = RuntimeOptions(backoff_initial_s=0.2, backoff_max_s=1.0)
+    async with Cluster(
+        [NODE],
+        workdir=socket_dir,
+        agents=True,
+        controller=Tuning(),
+        mode=Mode.DRA,
+        processes=options,
+    ) as cluster:
+        user = User(cluster)
+        await user.apply(with_properties(unique=True))
+        await eventually(lambda: slices_published(cluster), "the devices to be published")
+        broker = pod("broker", 1)
+        broker["spec"]["containers"][0].update(
+            image=IMAGE,
+            command=["sh", "-c", f'echo "color=$COLOR device=${PROPERTY}"; exec sleep 3600'],
+        )
+        await user.run(broker)
+        env = await container_env(user, "broker")
+
+        async def printed() -> str:
+            text: str = await user.core.read_namespaced_pod_log("broker", "default")
+            return text
+
+        line = await eventually(printed, "the broker to print its env")
+        assert line.strip() == f"color=red device={env[PROPERTY]}"

@@ -294,21 +294,27 @@ class NodeBridge:
             log.info("pod %s/%s rejected: %s", metadata["namespace"], metadata["name"], error)
             return {"status": objects.failed_status(error.reason, error.message)}
         annotations = {objects.ALLOCATIONS_ANNOTATION: objects.allocations(admitted)}
+        device_env = objects.allocated_env(admitted)
         if uses_claims(pod):
-            annotations[objects.CDI_ANNOTATION] = await self._prepare_claims(pod)
+            edits = await self._prepare_claims(pod)
+            annotations[objects.CDI_ANNOTATION] = json.dumps(
+                {name: e.to_json() for name, e in edits.items()}, sort_keys=True
+            )
+            for name, container_edits in edits.items():
+                device_env.setdefault(name, {}).update(container_edits.env)
         status = objects.running_status(pod, _now())
         if self._processes is not None and self._processes.wants(pod):
             runtime = self._processes.runtime(
-                pod, functools.partial(self._runtime_changed, metadata["uid"])
+                pod, functools.partial(self._runtime_changed, metadata["uid"]), device_env
             )
             self._runtimes[metadata["uid"]] = runtime
             runtime.start()
             status = runtime.status()
         return {"metadata": {"annotations": annotations}, "status": status}
 
-    async def _prepare_claims(self, pod: Object) -> str:
-        """Prepare the pod's claims; the CDI edits of each container as JSON. Raises when the
-        pod cannot run yet (after recording why in an event)."""
+    async def _prepare_claims(self, pod: Object) -> dict[str, cdi.Edits]:
+        """Prepare the pod's claims; the CDI edits of each container. Raises when the pod
+        cannot run yet (after recording why in an event)."""
         namespace = pod["metadata"]["namespace"]
         dra = self._kubelet.dra
         try:
@@ -329,7 +335,7 @@ class NodeBridge:
                     raise PrepareError(f"fetch ResourceClaim {name}: {error.reason}") from None
             await dra.prepare(pod, claims)
             edits = {
-                c["name"]: cdi.resolve(self._kubelet.cdi_dirs, dra.cdi_ids(pod, c)).to_json()
+                c["name"]: cdi.resolve(self._kubelet.cdi_dirs, dra.cdi_ids(pod, c))
                 for c in (pod.get("spec") or {}).get("containers") or []
             }
         except (PrepareError, cdi.UnresolvableDevices) as error:
@@ -347,7 +353,7 @@ class NodeBridge:
                 kind="Warning",
             )
             raise
-        return json.dumps(edits, sort_keys=True)
+        return edits
 
     def _runtime_changed(self, uid: str) -> None:
         runtime, outcome = self._runtimes.get(uid), self._outcomes.get(uid)

@@ -62,6 +62,15 @@ def allocations(pod: AdmittedPod) -> str:
     return json.dumps(record, sort_keys=True)
 
 
+def allocated_env(pod: AdmittedPod) -> dict[str, dict[str, str]]:
+    """Container -> the env vars its device plugins' Allocate answers give it."""
+    env: dict[str, dict[str, str]] = {}
+    for container, held in pod.allocations.items():
+        for _, assignment in sorted(held.items()):
+            env.setdefault(container, {}).update(assignment.response.envs)
+    return env
+
+
 def running_status(pod: Object, now: str) -> dict[str, Any]:
     spec = pod.get("spec") or {}
     ready = [{"type": t, "status": "True", "lastTransitionTime": now} for t in _READY_CONDITIONS]

@@ -3,8 +3,9 @@
 Each container is a process in a private mount namespace (`unshare --mount`) in which its
 volumes are bind-mounted at their real paths: hostPath volumes from the node's simulated host
 directories, emptyDir volumes from the pod's directory, and the service-account token, CA and
-namespace at `/var/run/secrets/kubernetes.io/serviceaccount`. The program sees what it would
-see in a pod and reaches the API server the in-cluster way. Processes that exit are restarted
+namespace at `/var/run/secrets/kubernetes.io/serviceaccount`; its env has what its devices
+add (device plugins' Allocate answers, the edits of its CDI devices). The program sees what it
+would see in a pod and reaches the API server the in-cluster way. Processes that exit are restarted
 by `restartPolicy` with the kubelet's back-off; probes set readiness and restart containers
 that fail liveness; output goes to per-run log files `kubectl logs` reads.
 """
@@ -94,8 +95,12 @@ class PodRuntime:
         settings: RuntimeSettings,
         fetch: Fetch,
         changed: Callable[[], None],
+        device_env: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
+        """`device_env`: container -> the env its devices add (device plugins' Allocate
+        answers, CDI edits), applied over the container's own env as a runtime applies them."""
         self._pod = pod
+        self._device_env = device_env or {}
         self._node = node
         self._settings = settings
         self._fetch = fetch
@@ -228,7 +233,9 @@ class PodRuntime:
             "KUBERNETES_PORT": f"tcp://{settings.api_host}:{settings.api_port}",
         }
         pod = {**self._pod, "status": {"podIP": self.pod_ip, "hostIP": self._node.host_ip}}
-        return spec.environment(pod, container.spec, base, lookup)
+        env = spec.environment(pod, container.spec, base, lookup)
+        env.update(self._device_env.get(container.name, {}))
+        return env
 
     def _launch_argv(self, mounts: Sequence[spec.Mount], argv: Sequence[str]) -> list[str]:
         """unshare + a shell that binds every volume at its path, then execs the program."""

@@ -23,5 +23,11 @@ class Processes:
             runs_as_process(str(c.get("image", "")), self.settings.sim_image) for c in containers
         )
 
-    def runtime(self, pod: Mapping[str, Any], changed: Callable[[], None]) -> PodRuntime:
-        return PodRuntime(pod, self.node, self.settings, self._fetch, changed)
+    def runtime(
+        self,
+        pod: Mapping[str, Any],
+        changed: Callable[[], None],
+        device_env: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> PodRuntime:
+        """`device_env`: container -> what its devices add to its env (Allocate, CDI)."""
+        return PodRuntime(pod, self.node, self.settings, self._fetch, changed, device_env or {})
