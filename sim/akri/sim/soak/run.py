@@ -345,9 +345,13 @@ class Soak:
             self.say(f"soak: capacity of {event.resource} not set to {event.count}")
 
         def applied() -> bool:
+            """Every Instance has the Configuration's capacity: this edit's, or a later one's
+            that superseded it."""
             store = harness.server.operations.store
+            configuration = store.peek((naming.GROUP, "configurations"), NAMESPACE, event.resource)
+            wanted = ((configuration or {}).get("spec") or {}).get("capacity")
             return all(
-                (i.get("spec") or {}).get("capacity") == event.count
+                (i.get("spec") or {}).get("capacity") == wanted
                 for i in store.objects((naming.GROUP, "instances"))
                 if (i.get("spec") or {}).get("configurationName") == event.resource
             )
