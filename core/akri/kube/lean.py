@@ -5,8 +5,12 @@ Why: `import kubernetes_asyncio` imports `kubernetes_asyncio.client`, whose gene
 ~860 modules and ~63 MB RSS (kubernetes-asyncio 36.1, CPython 3.11), of which an akri process
 uses a dozen classes. The agent runs on every edge node: this was nearly a third of its RSS.
 
-How: `install()` puts `LeanFinder` first on `sys.meta_path`. For exactly the three generated
-packages in `LAZY_PACKAGES` it returns the spec the path finder would (same `__path__`,
+Its top-level `__init__` also imports `dynamic`, `stream` and `utils`, which no akri program
+uses; `dynamic` imports kubernetes-validate and jsonschema when they are installed (the chart
+tools put them in the development venv): another 2 MB and 60 ms for nothing.
+
+How: `install()` puts `LeanFinder` first on `sys.meta_path`. For exactly the four packages in
+`LAZY_PACKAGES` it returns the spec the path finder would (same `__path__`,
 `__file__`, `__spec__`), with a loader that does not run the package's `__init__`. Instead it
 reads that `__init__` with `ast` (`plan_package`) and gives the module what the `__init__` would
 have bound: its docstring and literal constants (`__version__`, `__all__`) at once, and every
@@ -52,6 +56,7 @@ from typing import Any
 
 LAZY_PACKAGES = frozenset(
     {
+        "kubernetes_asyncio",
         "kubernetes_asyncio.client",
         "kubernetes_asyncio.client.api",
         "kubernetes_asyncio.client.models",
@@ -78,7 +83,8 @@ def plan_package(source: str, package: str) -> PackagePlan | None:
     """Read a package `__init__`; None if it does anything besides imports and constants.
 
     Accepted statements: a docstring, `from __future__ import ...`, `from M import N [as A]`
-    (absolute or relative, no `*`) and `NAME = <literal>`. Later bindings win, as when run.
+    (absolute or relative, no `*`), `import M as A` and `NAME = <literal>`. Later bindings
+    win, as when run.
     """
     doc: str | None = None
     constants: dict[str, object] = {}
@@ -98,6 +104,13 @@ def plan_package(source: str, package: str) -> PackagePlan | None:
                 target = (f"{package}.{alias.name}", None) if module == package else None
                 lazy[bound] = target or (module, alias.name)
                 constants.pop(bound, None)
+        elif isinstance(node, ast.Import):
+            if any(alias.asname is None for alias in node.names):
+                return None  # `import a.b` binds `a`: not worth replaying
+            for alias in node.names:
+                assert alias.asname is not None
+                lazy[alias.asname] = (alias.name, None)
+                constants.pop(alias.asname, None)
         elif isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
             try:
                 value = ast.literal_eval(node.value)
