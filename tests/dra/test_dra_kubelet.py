@@ -213,15 +213,29 @@ async def test_prepare_and_unprepare_are_idempotent_and_fail_per_claim(cluster: 
     assert plugin(cluster).plugin.prepared == {}
 
 
-async def test_the_kubelet_hears_device_health(cluster: Cluster) -> None:
-    user = User(cluster)
-    await user.apply(with_properties(unique=True))
-    kubelet = cluster.nodes[NODE].kubelet
-    expected = {
-        ("akri.sh", f"{CFG}/shared", instance(d, shared=True)): ("HEALTHY", "")
-        for d in DESCRIPTIONS
-    }
-    await eventually(lambda: kubelet.dra.health == expected, "both devices reported healthy")
+async def test_the_kubelet_hears_device_health(socket_dir: Path) -> None:
+    """Both devices healthy; one that goes offline past the grace is reported unhealthy."""
+    cluster = Cluster(
+        [NODE],
+        workdir=socket_dir,
+        agents=True,
+        controller=Tuning(),
+        mode=Mode.DRA,
+        agent_options={"offline_grace": 0.2},
+    )
+    async with cluster:
+        user = User(cluster)
+        await user.apply(with_properties(unique=True))
+        kubelet = cluster.nodes[NODE].kubelet
+        keys = {d: ("akri.sh", f"{CFG}/shared", instance(d, shared=True)) for d in DESCRIPTIONS}
+        healthy = dict.fromkeys(keys.values(), ("HEALTHY", ""))
+        await eventually(lambda: kubelet.dra.health == healthy, "both devices reported healthy")
+        cluster.nodes[NODE].debug_echo.set_offline(["foo1"])
+        lost = ("UNHEALTHY", "the device is no longer seen on this node")
+        await eventually(
+            lambda: kubelet.dra.health == {**healthy, keys["foo1"]: lost},
+            "foo1 reported unhealthy, as gone from the node",
+        )
 
 
 @pytest.mark.parametrize(("dra_api", "expected"), [(True, Mode.DRA), (False, Mode.DEVICE_PLUGIN)])

@@ -204,32 +204,36 @@ class DraPlugin(DRAPluginServicer, DRAResourceHealthServicer):
     ) -> AsyncIterator[health.NodeWatchResourcesResponse]:
         """The health of every device this node sees, then each change; a device that is gone
         from the node stays reported as unhealthy."""
-        sent: dict[DeviceKey, bool] | None = None
+        sent: dict[DeviceKey, str] | None = None
         with self.env.cache.subscribe() as changes:
             while True:
-                now = {key: known.healthy for key, known in self.index().items()}
-                current = {**dict.fromkeys(sent or {}, False), **now}
+                now = {
+                    k: HEALTHY if known.healthy else TAINTED for k, known in self.index().items()
+                }
+                current = {**dict.fromkeys(sent or {}, GONE), **now}
                 if current != sent:
                     sent = current
                     yield health.NodeWatchResourcesResponse(
-                        devices=[
-                            _health(key, ok, key in now) for key, ok in sorted(current.items())
-                        ]
+                        devices=[_health(key, state) for key, state in sorted(current.items())]
                     )
                 await changes.next()
+
+
+HEALTHY, TAINTED, GONE = "healthy", "tainted", "gone"
+_HEALTH = {
+    HEALTHY: (health.HEALTHY, ""),
+    TAINTED: (health.UNHEALTHY, "the device's Instance is being deleted"),
+    GONE: (health.UNHEALTHY, "the device is no longer seen on this node"),
+}
+"""What the health stream says of a device this node sees, one going away, one gone."""
 
 
 def _device(record: JSON) -> dra.Device:
     return dra.Device(**record)
 
 
-def _health(key: DeviceKey, healthy: bool, present: bool) -> health.DeviceHealth:
-    if healthy:
-        status, message = health.HEALTHY, ""
-    elif present:
-        status, message = health.UNHEALTHY, "the device's Instance is being deleted"
-    else:
-        status, message = health.UNHEALTHY, "the device is no longer seen on this node"
+def _health(key: DeviceKey, state: str) -> health.DeviceHealth:
+    status, message = _HEALTH[state]
     return health.DeviceHealth(
         device=health.DeviceIdentifier(pool_name=key[0], device_name=key[1]),
         health=status,

@@ -25,7 +25,9 @@ Rules, each from the kubelet source:
 
 Differences, on purpose: the claim records are kept in memory (a kubelet restart here is
 `Kubelet.restart()`, which keeps them, as the real checkpoint does); only the `v1.DRAPlugin`
-service is spoken (a real kubelet also speaks v1beta1).
+service is spoken (a real kubelet also speaks v1beta1); health is recorded here, not shown in
+pod status (`allocatedResourcesStatus`); a driver whose last plugin deregisters keeps its
+ResourceSlices (a real kubelet deletes them after a grace period unless it comes back).
 """
 
 from __future__ import annotations
