@@ -37,10 +37,10 @@ pytestmark = [
     ),
 ]
 # What the simulation cannot host, overridden; everything else is installed as documented:
-# the simulated kubelet mounts no Secret volumes (so no webhook certificate), and its pods share
-# the host's network, so one node and one controller, each on its own telemetry port.
+# its pods share the host's network, so one node and one controller, each on its own telemetry
+# port, and the API server calls a webhook Service's port on 127.0.0.1 (the controller's).
 SIM_OVERRIDES = {
-    "webhook": {"enabled": False},
+    "webhook": {"servicePort": 8443},
     "agent": {"metricsPort": 18380},
     "controller": {"replicas": 1, "metricsPort": 18381},
 }
@@ -107,6 +107,37 @@ NOT_ALWAYS_USED: dict[str, dict[Grant, str]] = {
 
 
 COMPONENTS = ("agent", "controller", "cleanup")
+
+
+async def ca_bundle(kubectl: Kubectl) -> str:
+    (registration,) = await items(
+        kubectl, "validatingwebhookconfigurations", "-l", f"{INSTANCE_LABEL}=akri"
+    )
+    bundle: str = registration["webhooks"][0]["clientConfig"].get("caBundle", "")
+    return bundle
+
+
+async def refused_at_apply(kubectl: Kubectl, tmp_path: Path) -> None:
+    """The controller's webhook, over the certificate it made, refuses bad discoveryDetails."""
+    bad = tmp_path / "bad.yaml"
+    handler = {"name": "debugEcho", "discoveryDetails": "descriptions: a"}
+    bad.write_text(
+        json.dumps({
+            "apiVersion": "akri.sh/v0",
+            "kind": "Configuration",
+            "metadata": {"name": "bad-echo"},
+            "spec": {"discoveryHandler": handler},
+        })
+    )  # fmt: skip
+
+    async def answered() -> bool:
+        try:
+            await kubectl("apply", "-f", str(bad), "--dry-run=server")
+        except AssertionError as error:
+            return "descriptions: Input should be a valid list" in str(error)
+        return False  # admitted: the webhook was not reached (failurePolicy Ignore)
+
+    await eventually(answered, "the webhook to refuse bad discoveryDetails", 30)
 
 
 def account(namespace: str, component: str) -> str:
@@ -186,6 +217,10 @@ async def test_the_documented_install_runs_brokers_survives_an_upgrade_and_unins
                 await kubectl(*words[1:])
             # the `akri` commands: tests/chart/test_docs_commands.py
 
+        trusted = await ca_bundle(kubectl)
+        assert trusted, "the controller put its CA into the webhook registration"
+        await refused_at_apply(kubectl, tmp_path)
+
         upgraded = await helm(
             "upgrade", install.release, install.namespace, merged(values, {"logLevel": "DEBUG"})
         )
@@ -198,6 +233,8 @@ async def test_the_documented_install_runs_brokers_survives_an_upgrade_and_unins
             for i in await items(kubectl, "akrii", "-A")
         }
         assert kept == usage, "the upgrade moved or freed slots of running brokers"
+        assert await ca_bundle(kubectl) == trusted, "the certificate outlives upgrades"
+        await refused_at_apply(kubectl, tmp_path)
 
         roles = await granted(kubectl)
         users = {account(install.namespace, component) for component in COMPONENTS}

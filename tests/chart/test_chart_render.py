@@ -7,12 +7,8 @@ are checked against the Kubernetes schemas of every supported version (`kubernet
 
 from __future__ import annotations
 
-import asyncio
-import base64
 import functools
-import ssl
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
@@ -20,7 +16,6 @@ import pytest
 import yaml
 
 from akri.api import Configuration
-from akri.controller.webhook import WebhookServer
 from tests.chart.helm_render import lint, render
 
 # kubernetes-validate re-reads its 2 MB definitions file on every call: read each file once.
@@ -376,19 +371,40 @@ def test_helm_lint_finds_nothing_to_fix() -> None:
     assert [m for m in result["Messages"] if m["Severity"] > INFO] == []
 
 
-def test_the_webhook_is_registered_for_configurations_with_the_chart_made_certificate() -> None:
+def test_the_webhook_is_registered_with_a_certificate_the_controller_keeps() -> None:
     (registration,) = objects("defaults", "ValidatingWebhookConfiguration")
     (hook,) = registration["webhooks"]
     assert hook["failurePolicy"] == "Ignore"
     assert hook["rules"][0]["resources"] == ["configurations"]
     assert hook["clientConfig"]["service"]["name"] == "defaults-akri-webhook"
+    assert "caBundle" not in hook["clientConfig"], "the controller puts its CA there"
     secret = the("defaults", "Secret", "-webhook-tls")
-    assert hook["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
+    assert "data" not in secret, "created empty, filled by the controller"
     controller = the("defaults", "Deployment", "-controller")["spec"]["template"]["spec"]
     assert controller["volumes"] == [
-        {"name": "webhook-tls", "secret": {"secretName": "defaults-akri-webhook-tls"}}
+        {"name": "webhook-tls", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}
     ]
-    assert env(controller["containers"][0])["WEBHOOK_PORT"] == "8443"
+    variables = env(controller["containers"][0])
+    assert variables["WEBHOOK_PORT"] == "8443"
+    assert variables["WEBHOOK_CERT_SECRET"] == "defaults-akri-webhook-tls"
+    assert variables["WEBHOOK_CONFIGURATION"] == registration["metadata"]["name"]
+    assert variables["WEBHOOK_SERVICE"] == "defaults-akri-webhook"
+    assert variables["WEBHOOK_CERT_VALIDITY"] == "8760h"
+    role = the("defaults", "Role", "-controller-webhook")
+    assert role["rules"] == [
+        {
+            "apiGroups": [""],
+            "resources": ["secrets"],
+            "resourceNames": ["defaults-akri-webhook-tls"],
+            "verbs": ["get", "update"],
+        }
+    ]
+    assert {
+        "apiGroups": ["admissionregistration.k8s.io"],
+        "resources": ["validatingwebhookconfigurations"],
+        "resourceNames": [registration["metadata"]["name"]],
+        "verbs": ["get", "update"],
+    } in the("defaults", "ClusterRole", "-controller")["rules"]
 
 
 def test_cert_manager_makes_the_certificate_when_asked() -> None:
@@ -400,6 +416,14 @@ def test_cert_manager_makes_the_certificate_when_asked() -> None:
     assert annotation == "cert-manager/cert-manager-akri-webhook"
     assert registration["webhooks"][0]["failurePolicy"] == "Fail"
     assert "caBundle" not in registration["webhooks"][0]["clientConfig"]
+    controller = the("cert-manager", "Deployment", "-controller")["spec"]["template"]["spec"]
+    assert controller["volumes"] == [
+        {"name": "webhook-tls", "secret": {"secretName": "cert-manager-akri-webhook-tls"}}
+    ]
+    assert "WEBHOOK_CERT_SECRET" not in env(controller["containers"][0])
+    assert not [
+        r for r in objects("cert-manager", "Role") if r["metadata"]["name"].endswith("-webhook")
+    ], "no Secret rights when cert-manager makes it"
 
 
 def test_no_webhook_when_disabled() -> None:
@@ -407,47 +431,3 @@ def test_no_webhook_when_disabled() -> None:
     assert not kinds & {"ValidatingWebhookConfiguration", "Secret"}
     controller = the("single-controller-namespaced", "Deployment")["spec"]["template"]["spec"]
     assert "volumes" not in controller
-
-
-async def test_the_controller_serves_the_chart_made_certificate_to_the_api_server(
-    tmp_path: Path,
-) -> None:
-    """TLS as the API server checks it: the chart's caBundle, the Service's DNS name."""
-    secret = the("defaults", "Secret", "-webhook-tls")
-    for name in ("tls.crt", "tls.key"):
-        (tmp_path / name).write_bytes(base64.b64decode(secret["data"][name]))
-    trusted = ssl.create_default_context(cadata=base64.b64decode(secret["data"]["ca.crt"]).decode())
-    async with WebhookServer(0, tmp_path, host="127.0.0.1") as server:
-        _, writer = await asyncio.open_connection(
-            "127.0.0.1",
-            server.port,
-            ssl=trusted,
-            server_hostname="defaults-akri-webhook.defaults.svc",
-        )
-        writer.close()
-        await writer.wait_closed()
-
-
-def test_uninstall_first_runs_akri_cleanup_in_a_pre_delete_hook() -> None:
-    job = the("defaults", "Job", "-cleanup")
-    assert job["metadata"]["annotations"] == {
-        "helm.sh/hook": "pre-delete",
-        "helm.sh/hook-delete-policy": "before-hook-creation,hook-succeeded",
-    }
-    pod = job["spec"]["template"]["spec"]
-    assert pod["serviceAccountName"] == "defaults-akri-cleanup"
-    assert pod["restartPolicy"] == "Never"
-    assert pod["containers"][0]["command"] == ["akri", "cleanup", "--timeout", "2m"]
-    namespaced = the("single-controller-namespaced", "Job", "-cleanup")["spec"]["template"]
-    command = namespaced["spec"]["containers"][0]["command"]
-    assert command[-2:] == ["--namespace", "devices"]
-    role = the("defaults", "ClusterRole", "-cleanup")
-    assert {(r["resources"][0], tuple(r["verbs"])) for r in role["rules"]} == {
-        ("configurations", ("list", "delete")),
-        ("instances", ("list", "patch")),
-        ("pods", ("list",)),
-        ("jobs", ("list",)),
-    }
-    disabled = render([{"release": "no-cleanup", "values": {"cleanup": {"enabled": False}}}])
-    kinds = {d["kind"] for d in yaml.safe_load_all(disabled["no-cleanup"]["manifest"]) if d}
-    assert "Job" not in kinds

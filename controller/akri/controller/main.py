@@ -17,6 +17,7 @@ from kubernetes_asyncio import client
 
 from akri import logs
 from akri.controller import metrics
+from akri.controller.certificate_keeper import CertificateKeeper
 from akri.controller.controller import Controller
 from akri.controller.leader import LeaderElector
 from akri.controller.settings import ControllerSettings, load_settings
@@ -90,8 +91,18 @@ async def _run_until(stop: asyncio.Event, settings: ControllerSettings) -> int:
         telemetry = None
         if settings.metrics_port:
             telemetry = await serve_telemetry(settings.metrics_port, ready)
-        webhook = None
+        webhook, keeper = None, None
         if settings.webhook_port:  # every replica answers, leader or not
+            if settings.webhook_cert_secret:
+                keeper = CertificateKeeper(
+                    api,
+                    settings.pod_namespace,
+                    settings.webhook_cert_secret,
+                    settings.webhook_configuration,
+                    settings.webhook_cert_dir,
+                    settings.webhook_certificate(),
+                )
+                await keeper.start()  # the files exist before the server reads them
             webhook = WebhookServer(settings.webhook_port, settings.webhook_cert_dir)
             await webhook.start()
         work = asyncio.create_task(serve(controller, candidate), name="controller")
@@ -104,6 +115,8 @@ async def _run_until(stop: asyncio.Event, settings: ControllerSettings) -> int:
             await asyncio.gather(work, stopping, return_exceptions=True)
             if webhook is not None:
                 await webhook.stop()
+            if keeper is not None:
+                await keeper.stop()
             if telemetry is not None:
                 await telemetry.cleanup()
     if work in done:

@@ -6,6 +6,7 @@ instead of showing up later as brokers that never appear.
 
 from __future__ import annotations
 
+import datetime
 import socket
 from pathlib import Path
 from typing import Annotated, Literal, Self
@@ -15,6 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from akri.controller.context import Tuning
 from akri.controller.leader import LeaseTiming
+from akri.controller.serving_certificate import Wanted
 from akri.dra.mode import Mode
 from akri.durations import Duration
 from akri.logs import LogFormat
@@ -66,6 +68,18 @@ class ControllerSettings(BaseSettings):
     """HTTPS port of the Configuration admission webhook; 0 serves none."""
     webhook_cert_dir: Path = Path("/etc/akri/webhook")
     """Directory of the webhook's tls.crt and tls.key, read again when they change."""
+    webhook_cert_secret: str = ""
+    """Secret (in POD_NAMESPACE) in which the controller makes and renews the webhook's
+    certificate itself, writing it into WEBHOOK_CERT_DIR; empty: the files come from elsewhere
+    (a mounted Secret of cert-manager)."""
+    webhook_configuration: str = ""
+    """The ValidatingWebhookConfiguration whose caBundle the controller keeps (with
+    WEBHOOK_CERT_SECRET)."""
+    webhook_service: str = ""
+    """The webhook's Service in POD_NAMESPACE: the certificate's names (with
+    WEBHOOK_CERT_SECRET)."""
+    webhook_cert_validity: PositiveDuration = 365 * 86400.0
+    """Lifetime of a certificate the controller makes; renewed with a third of it left."""
     log_level: Annotated[
         Literal["DEBUG", "INFO", "WARNING", "ERROR"], BeforeValidator(lambda v: str(v).upper())
     ] = "INFO"
@@ -78,7 +92,18 @@ class ControllerSettings(BaseSettings):
         if self.broker_backoff_initial > self.broker_backoff_max:
             raise ValueError("BROKER_BACKOFF_INITIAL must not exceed BROKER_BACKOFF_MAX")
         self.lease_timing()  # raises ValueError when the lease times do not fit together
+        if self.webhook_cert_secret and not (self.webhook_configuration and self.webhook_service):
+            raise ValueError("WEBHOOK_CERT_SECRET needs WEBHOOK_CONFIGURATION and WEBHOOK_SERVICE")
         return self
+
+    def webhook_certificate(self) -> Wanted:
+        """The certificate the webhook's Service names need."""
+        host = f"{self.webhook_service}.{self.pod_namespace}.svc"
+        return Wanted(
+            common_name=host,
+            dns_names=(host, f"{host}.cluster.local"),
+            validity=datetime.timedelta(seconds=self.webhook_cert_validity),
+        )
 
     def tuning(self) -> Tuning:
         return Tuning(

@@ -6,8 +6,9 @@ AdmissionReview v1 over HTTPS, trusting only its `caBundle`, within `timeoutSeco
 default). A denial is refused as the API server refuses it; a webhook that cannot be reached
 or answers nonsense fails the request under `failurePolicy: Fail` (the default) and is skipped
 under `Ignore`. A `service` reference is reached at 127.0.0.1 on the port it names (pods of the
-simulated cluster are processes on this host). The object reviewed is the one the request
-carries (patches applied), before the server's own defaults.
+simulated cluster are processes on this host), its certificate verified for the Service's DNS
+name `<name>.<namespace>.svc` as kube-apiserver verifies it. The object reviewed is the one the
+request carries (patches applied), before the server's own defaults.
 """
 
 from __future__ import annotations
@@ -107,12 +108,15 @@ def review(write: Write) -> JSON:
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
 
 
-def _url(webhook: JSON) -> str:
+def _url(webhook: JSON) -> tuple[str, str | None]:
+    """Where to send the review, and the name its certificate must carry when that is not the
+    URL's host: a Service's DNS name, as kube-apiserver verifies it."""
     config = webhook.get("clientConfig") or {}
     if config.get("url"):
-        return str(config["url"])
+        return str(config["url"]), None
     service = config.get("service") or {}
-    return f"https://127.0.0.1:{service.get('port', 443)}{service.get('path', '/')}"
+    url = f"https://127.0.0.1:{service.get('port', 443)}{service.get('path', '/')}"
+    return url, f"{service.get('name', '')}.{service.get('namespace', '')}.svc"
 
 
 def _context(webhook: JSON) -> ssl.SSLContext:
@@ -127,10 +131,11 @@ async def call(webhook: JSON, write: Write) -> None:
     name = webhook.get("name", "")
     body = review(write)
     timeout = aiohttp.ClientTimeout(total=webhook.get("timeoutSeconds") or DEFAULT_TIMEOUT_S)
+    url, host = _url(webhook)
     try:
         async with (
             aiohttp.ClientSession(timeout=timeout) as session,
-            session.post(_url(webhook), json=body, ssl=_context(webhook)) as answer,
+            session.post(url, json=body, ssl=_context(webhook), server_hostname=host) as answer,
         ):
             answer.raise_for_status()
             response = (await answer.json())["response"]
