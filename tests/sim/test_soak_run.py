@@ -10,10 +10,11 @@ import pytest
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_a_minute_of_chaos_breaks_no_invariant() -> None:
+@pytest.mark.parametrize("mode", ["device-plugin", "dra"])
+def test_a_minute_of_chaos_breaks_no_invariant(mode: str) -> None:
     """Each run draws a new seed; a failure prints it, and SOAK_SEED=<seed> replays the run."""
     run = subprocess.run(
-        [sys.executable, "-m", "akri.sim.soak", "--seconds", "60"],
+        [sys.executable, "-m", "akri.sim.soak", "--seconds", "60", "--mode", mode],
         capture_output=True,
         text=True,
         timeout=850,

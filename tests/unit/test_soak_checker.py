@@ -6,7 +6,15 @@ from collections.abc import Collection, Mapping
 from dataclasses import replace
 
 from akri import naming
-from akri.sim.soak.checker import Bounds, Checker, InstanceView, Snapshot, Use
+from akri.sim.soak.checker import (
+    DRA_DRIVER,
+    Bounds,
+    Checker,
+    InstanceView,
+    Snapshot,
+    Use,
+    claim_uses,
+)
 
 CFG = "cfg"
 A = naming.instance_name(CFG, "foo0")
@@ -227,3 +235,51 @@ def test_a_problem_that_ends_and_comes_back_is_reported_again() -> None:
     good = snapshot(1, [instance(capacity=1, usage={f"{A}-0": "node-a"})], [il("node-a", "p", 0)])
     again = replace(bad, at=30)
     assert rules(checker, bad, good, again).count("two-holders") == 2
+
+
+def claim(name: str, pod: str, *results: tuple[str, str | None]) -> dict[str, object]:
+    """An allocated claim reserved for `pod`; each result is (device, shareID)."""
+    return {
+        "metadata": {"name": name, "namespace": "default"},
+        "status": {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {"request": "r", "driver": DRA_DRIVER, "pool": "p", "device": device}
+                        | ({"shareID": share} if share else {})
+                        for device, share in results
+                    ]
+                }
+            },
+            "reservedFor": [{"resource": "pods", "name": pod}],
+        },
+    }
+
+
+def test_dra_claims_are_uses_and_the_record() -> None:
+    """DRA mode: a share of a uniqueDevices Instance or one slot device is a slot in use; the
+    claims are the record, so nothing is unrecorded, and over-capacity still counts."""
+    nodes = {"default/p": "node-a", "default/q": "node-b"}
+    shared = [
+        claim("c1", "p", (A, "s1")),
+        claim("c2", "q", (A, "s2")),
+        claim("c3", "gone", (A, "s3")),
+    ]
+    uses = claim_uses(shared, nodes, {A})
+    assert [(u.node, u.pod, u.resource, u.device) for u in uses] == [
+        ("node-a", "default/p", naming.resource_name(A), f"{A}/s1"),
+        ("node-b", "default/q", naming.resource_name(A), f"{A}/s2"),
+    ]
+    checker = Checker(BOUNDS)
+    running = {"default/p": "Running", "default/q": "Running"}
+    visible = {("node-a", A), ("node-b", A)}
+    fits = Snapshot(0, {A: instance()}, running, uses, visible, NODES, claims_are_the_record=True)
+    full = replace(fits, instances={A: instance(capacity=1)})
+    assert rules(checker, fits, replace(fits, at=100)) == []
+    assert rules(Checker(BOUNDS), full) == ["over-capacity"]
+
+    slot = naming.slot_id(A, 0)
+    twice = claim_uses([claim("c1", "p", (slot, None)), claim("c2", "q", (slot, None))], nodes, {A})
+    assert {u.resource for u in twice} == {naming.resource_name(A)}
+    twice_state = replace(fits, uses=twice)
+    assert rules(Checker(BOUNDS), twice_state) == ["two-holders"]

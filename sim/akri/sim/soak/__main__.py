@@ -1,4 +1,4 @@
-"""`python -m akri.sim.soak [--seconds N] [--seed N]` (`make soak`; SOAK_SECONDS, SOAK_SEED).
+"""The chaos soak, `make soak` (SOAK_SECONDS, SOAK_SEED, SOAK_MODE=dra; see --help).
 
 Exit 0 when the run found no violation, 1 otherwise; the seed is printed first, so any run
 can be replayed exactly with SOAK_SEED=<seed>.
@@ -20,6 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from akri.dra.mode import Mode
 from akri.sim.soak.harness import Timing
 from akri.sim.soak.plan import ALL_KINDS, default_layout, make_plan
 from akri.sim.soak.run import print_rows, soak
@@ -37,13 +38,26 @@ def main(argv: list[str] | None = None) -> int:
         "--kinds", default=",".join(ALL_KINDS), help="fault kinds to inject (comma-separated)"
     )
     parser.add_argument("--verbose", action="store_true", help="print every event")
+    parser.add_argument(
+        "--mode",
+        choices=[Mode.DEVICE_PLUGIN, Mode.DRA],
+        default=os.environ.get("SOAK_MODE", Mode.DEVICE_PLUGIN),
+        help="how devices are allocated: device plugins, or DRA (Configuration requests only)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        help="log level of the agents and controllers (INFO logs every slot freed or recorded)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     logging.getLogger("akri.sim").setLevel(logging.CRITICAL)
     logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
     print(f"soak: seed {args.seed} (replay with SOAK_SEED={args.seed})", flush=True)
     timing = Timing()
-    layout = default_layout(args.nodes, timing.offline_grace, timing.node_grace)
+    layout = default_layout(
+        args.nodes, timing.offline_grace, timing.node_grace, dra=args.mode == Mode.DRA
+    )
     plan = make_plan(args.seed, args.seconds, layout, args.kinds.split(","))
     workdir = Path(tempfile.mkdtemp(prefix="akri-soak-", dir="/tmp"))
 
@@ -51,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.verbose or not line.startswith("event "):
             print(line, flush=True)
 
-    result = asyncio.run(soak(args.seed, args.seconds, layout, timing, plan, workdir, say))
+    result = asyncio.run(
+        soak(args.seed, args.seconds, layout, timing, plan, workdir, say, args.log_level)
+    )
     print_rows(result.rows())
     if result.violations:
         print(f"logs kept in {workdir}")

@@ -15,12 +15,17 @@ event it injects (and between events); `Checker.check` says what is wrong. Two k
 A device in use is one that a kubelet's PodResources lists for a pod the API still has, not in
 a terminal phase: a deleted pod's containers are being stopped, and a pod of a lost node is
 deleted by Kubernetes once the node is declared lost.
+
+In DRA mode the scheduler allocates and ResourceClaims are the record: a device in use is a
+slot an allocated claim holds for a pod (`claim_uses`), and the rules about deviceUsage do not
+apply; no slot given twice, no Instance over capacity and discovery are checked as before.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from akri import naming
 from akri.slots import ConfigurationHolder, Corrupt, NodeHolder, parse_usage
@@ -65,6 +70,9 @@ class Snapshot:
     """Nodes whose agent and kubelet run while the API answers; bounded rules count there."""
     crashes: Collection[str] = ()
     """Components that exited without being killed."""
+    claims_are_the_record: bool = False
+    """DRA mode: `uses` come from allocated ResourceClaims, which are the record (no
+    deviceUsage), so only the rules that do not read deviceUsage apply."""
 
 
 @dataclass(frozen=True)
@@ -162,7 +170,8 @@ class Checker:
         holders: dict[tuple[str, str], set[tuple[str, str]]] = {}
         for use in uses:
             slot = slots.of(use)
-            if slot is None or not slots.records(slot, use):
+            unrecorded = slot is None or not slots.records(slot, use)
+            if unrecorded and not snapshot.claims_are_the_record:
                 what = f"{use.resource} {use.device} of {use.pod} ({use.container}) on {use.node}"
                 yield _Problem(
                     "unrecorded",
@@ -174,7 +183,8 @@ class Checker:
                 holders.setdefault(slot, set()).add((use.node, use.pod))
         yield from self._shared_slots(holders)
         yield from self._over_capacity(snapshot, holders)
-        yield from _stale_holdings(slots, uses, snapshot)
+        if not snapshot.claims_are_the_record:
+            yield from _stale_holdings(slots, uses, snapshot)
         yield from _discovery(snapshot)
 
     def _shared_slots(
@@ -268,6 +278,41 @@ class _Slots:
         if use.resource.removeprefix(naming.RESOURCE_PREFIX) == slot[0]:
             return holder == NodeHolder(use.node)
         return isinstance(holder, ConfigurationHolder) and holder.node == use.node
+
+
+DRA_DRIVER = "akri.sh"
+
+
+def claim_uses(
+    claims: Iterable[Mapping[str, Any]],
+    pod_nodes: Mapping[str, str],
+    instances: Collection[str],
+) -> list[Use]:
+    """The slots allocated claims hold for the pods they are reserved for (`namespace/name`
+    -> node in `pod_nodes`). A device is an Instance (uniqueDevices: one slot per share) or
+    one slot `<instance>-<i>` of it."""
+    uses = []
+    for claim in claims:
+        namespace = claim["metadata"].get("namespace", "")
+        status = claim.get("status") or {}
+        results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+        for reserved in status.get("reservedFor") or []:
+            pod = f"{namespace}/{reserved.get('name', '')}"
+            node = pod_nodes.get(pod)
+            if node is None:
+                continue
+            for result in results:
+                if result.get("driver") != DRA_DRIVER:
+                    continue
+                device = str(result.get("device", ""))
+                if device in instances:
+                    instance, slot = device, f"{device}/{result.get('shareID', '')}"
+                else:
+                    instance, slot = device.rpartition("-")[0], device
+                uses.append(
+                    Use(node, pod, result.get("request", ""), naming.resource_name(instance), slot)
+                )
+    return uses
 
 
 def _stale_holdings(slots: _Slots, uses: Iterable[Use], snapshot: Snapshot) -> Iterable[_Problem]:

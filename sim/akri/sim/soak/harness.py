@@ -27,6 +27,7 @@ from kubernetes_asyncio import client
 
 from akri import naming
 from akri.api import crd_definitions
+from akri.dra.mode import Mode
 from akri.proto.podresources.v1.api_pb2 import ListPodResourcesRequest
 from akri.proto.podresources.v1.api_pb2_grpc import PodResourcesListerStub
 from akri.sim.apiserver import ApiServer
@@ -35,7 +36,7 @@ from akri.sim.cluster import load_client
 from akri.sim.kubelet import Kubelet
 from akri.sim.kubelet.node import NodeBridge
 from akri.sim.scheduler import Scheduler
-from akri.sim.soak.checker import InstanceView, Snapshot, Use
+from akri.sim.soak.checker import InstanceView, Snapshot, Use, claim_uses
 from akri.sim.soak.plan import Layout
 from akri.sim.soak.user import NAMESPACE, User
 
@@ -129,13 +130,20 @@ class Node:
     lost: bool = False
     uses: list[Use] = field(default_factory=list)
     """The last PodResources read from the kubelet."""
+    answering: bool = True
+    """Whether the kubelet answered the last PodResources read: an agent changes no slot
+    while its kubelet does not answer, so the node is not healthy meanwhile."""
 
 
 class Harness:
     """`async with Harness(layout, workdir, timing) as harness:`"""
 
-    def __init__(self, layout: Layout, workdir: Path, timing: Timing) -> None:
+    def __init__(
+        self, layout: Layout, workdir: Path, timing: Timing, log_level: str = "WARNING"
+    ) -> None:
+        """`log_level`: the programs' (their logs stay in `<workdir>/logs` after a violation)."""
         self.layout = layout
+        self.log_level = log_level
         self.workdir = workdir
         self.timing = timing
         self.server = ApiServer()
@@ -209,7 +217,13 @@ class Harness:
         return Program(
             name,
             [sys.executable, "-m", module],
-            {**base, "GRPC_VERBOSITY": "ERROR", "LOG_LEVEL": "WARNING", "METRICS_PORT": "0", **env},
+            {
+                **base,
+                "GRPC_VERBOSITY": "ERROR",
+                "LOG_LEVEL": self.log_level,
+                "METRICS_PORT": "0",
+                **env,
+            },
             self.workdir / "logs" / f"{name}.log",
             self._exited,
         )
@@ -235,8 +249,25 @@ class Harness:
             "RECLAIM_GRACE": str(timing.reclaim_grace),
             "RECLAIM_INTERVAL": str(timing.reclaim_interval),
         }
+        kubelet_dir = root / "kubelet"
+        dra = {
+            "PLUGINS_REGISTRY_DIR": kubelet_dir / "plugins_registry",
+            "KUBELET_PLUGINS_DIR": kubelet_dir / "plugins",
+            "CDI_DIR": kubelet_dir / "cdi",
+        }
+        if self.layout.dra:
+            for directory in dra.values():
+                directory.mkdir(parents=True, exist_ok=True)
+            env |= {"AKRI_MODE": Mode.DRA, **{k: str(v) for k, v in dra.items()}}
+        kubelet = Kubelet(
+            name,
+            plugins,
+            pod_resources,
+            plugins_registry_dir=dra["PLUGINS_REGISTRY_DIR"] if self.layout.dra else None,
+            cdi_dir=dra["CDI_DIR"] if self.layout.dra else None,
+        )
         agent = self._program(f"agent-{name}", "akri.agent.main", env)
-        return Node(name, Kubelet(name, plugins, pod_resources), agent, availability)
+        return Node(name, kubelet, agent, availability)
 
     def _controller_env(self, kubeconfig: Path, index: int) -> dict[str, str]:
         timing = self.timing
@@ -250,6 +281,7 @@ class Harness:
             "LEASE_RENEW_INTERVAL": str(timing.lease_renew_interval),
             "LEASE_RENEW_DEADLINE": str(timing.lease_renew_deadline),
             "LEASE_RETRY_INTERVAL": str(timing.lease_retry_interval),
+            "AKRI_MODE": Mode.DRA if self.layout.dra else Mode.DEVICE_PLUGIN,
         }
 
     def _exited(self, program: Program, code: int) -> None:
@@ -377,11 +409,21 @@ class Harness:
             else {
                 node.name
                 for node in self.nodes.values()
-                if not node.lost and node.agent.running and node.kubelet.running
+                if not node.lost and node.agent.running and node.kubelet.running and node.answering
             }
         )
         uses = [use for node in self.nodes.values() for use in node.uses]
-        return Snapshot(now, instances, pods, uses, visible, healthy, list(self.crashes))
+        if self.layout.dra:
+            pod_nodes = {
+                f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["spec"].get("nodeName")
+                for p in store.objects(("", "pods"))
+                if p["spec"].get("nodeName")
+            }
+            claims = store.objects(("resource.k8s.io", "resourceclaims"))
+            uses += claim_uses(claims, pod_nodes, instances.keys())
+        return Snapshot(
+            now, instances, pods, uses, visible, healthy, list(self.crashes), self.layout.dra
+        )
 
     async def _read_pod_resources(self, node: Node) -> None:
         if not node.kubelet.running:
@@ -395,7 +437,9 @@ class Harness:
                 )
         except grpc.aio.AioRpcError as error:
             log.debug("PodResources of %s not read: %s", node.name, error.code())
+            node.answering = False
             return
+        node.answering = True
         node.uses = [
             Use(
                 node.name,

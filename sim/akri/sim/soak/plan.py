@@ -32,6 +32,10 @@ class Layout:
     """Name -> (descriptions, initial capacity, uniqueDevices)."""
     offline_grace: float
     node_grace: float
+    dra: bool = False
+    """Devices are allocated through DRA (docs/design.md §8a): pods ask for Configurations
+    only (`akri.sh/<configuration>: N`, which a DeviceClass backs); there is no
+    per-Instance extended resource."""
 
     @property
     def devices(self) -> list[Device]:
@@ -47,7 +51,9 @@ class Layout:
         return naming.instance_name(device.configuration, device.description, local)
 
 
-def default_layout(nodes: int, offline_grace: float, node_grace: float) -> Layout:
+def default_layout(
+    nodes: int, offline_grace: float, node_grace: float, *, dra: bool = False
+) -> Layout:
     names = [f"node-{i}" for i in range(nodes)]
     return Layout(
         nodes=names,
@@ -58,6 +64,7 @@ def default_layout(nodes: int, offline_grace: float, node_grace: float) -> Layou
         },
         offline_grace=offline_grace,
         node_grace=node_grace,
+        dra=dra,
     )
 
 
@@ -134,7 +141,7 @@ class _Planner:
         self.pods += 1
         device = device or self.rng.choice(self.layout.devices)
         _, _, unique = self.layout.configurations[device.configuration]
-        instance_level = self.rng.random() < 0.5
+        instance_level = self.rng.random() < 0.5 and not self.layout.dra
         resource = self.layout.instance(device, node) if instance_level else device.configuration
         self.events.append(
             Event(

@@ -16,7 +16,7 @@ from typing import Any
 from akri import naming
 from akri.sim.manifests import debug_echo_configuration, pod
 from akri.sim.report import Row, row_line
-from akri.sim.soak.checker import Bounds, Checker
+from akri.sim.soak.checker import DRA_DRIVER, Bounds, Checker
 from akri.sim.soak.harness import Harness, Timing
 from akri.sim.soak.plan import Event, Layout
 from akri.sim.soak.user import NAMESPACE
@@ -229,11 +229,14 @@ class Soak:
         self._recoveries.append(Recovery(kind, time.monotonic(), done))
 
     def _serving(self, node: str) -> Callable[[], bool]:
-        """Whether the node's kubelet has a plugin for every resource its devices call for."""
+        """Whether the node's kubelet has a plugin for every resource its devices call for
+        (in DRA mode: the agent's DRA plugin)."""
         harness = self.harness
 
         def serving() -> bool:
             target = harness.nodes[node]
+            if harness.layout.dra:
+                return target.agent.running and DRA_DRIVER in target.kubelet.dra.drivers()
             wanted: set[str] = set()
             for device in harness.layout.devices:
                 if device.description not in target.offline:
@@ -371,9 +374,10 @@ async def soak(
     plan: Sequence[Event],
     workdir: Path,
     say: Callable[[str], None],
+    log_level: str = "WARNING",
 ) -> Result:
     result = Result(seed, seconds)
-    async with Harness(layout, workdir, timing) as harness:
+    async with Harness(layout, workdir, timing, log_level) as harness:
         await Soak(harness, plan, result, say).run()
         await asyncio.sleep(0)
     result.violations += [
