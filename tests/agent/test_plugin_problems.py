@@ -17,6 +17,7 @@ from tests.agent.running_agents import Api, configuration, running_agent
 from tests.support import eventually
 
 NODE = "node-a"
+MERGE_PATCH: dict[str, Any] = {"_content_type": "application/merge-patch+json"}
 FOO0 = naming.instance_name("cfg", "foo0")
 
 
@@ -90,3 +91,30 @@ async def test_a_plugin_the_kubelet_cannot_reach_is_reported_until_it_serves(
 async def _ready(k: Api, status: str) -> dict[str, Any] | None:
     found = await k.condition("cfg", "Ready")
     return found if found is not None and found["status"] == status else None
+
+
+async def test_a_corrupt_slot_value_is_an_event_on_the_instance(
+    api: client.ApiClient, socket_dir: Path
+) -> None:
+    """Recorded once, by the first node in `nodes`, not by every node that sees it."""
+    k = Api(api)
+    async with running_agent(api, socket_dir, "node-a"), running_agent(api, socket_dir, "node-b"):
+        await k.apply(configuration(details="descriptions: [foo0]"))
+        await eventually(lambda: k.nodes_of(FOO0, ["node-a", "node-b"]), "foo0 on both nodes")
+        slot = naming.slot_id(FOO0, 0)
+        await client.CustomObjectsApi(api).patch_namespaced_custom_object(
+            naming.GROUP,
+            naming.VERSION,
+            "default",
+            "instances",
+            FOO0,
+            {"spec": {"deviceUsage": {slot: "C:broken"}}},
+            **MERGE_PATCH,
+        )
+        events = await eventually(lambda: k.events("UnusableSlot"), "an UnusableSlot Event")
+    (event,) = events
+    assert event.involved_object.name == FOO0
+    assert event.type == "Warning"
+    assert event.message == (
+        f"node node-a: Instance {FOO0}: slot {slot} is unavailable, corrupt ('C:broken')"
+    )

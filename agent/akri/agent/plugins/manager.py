@@ -157,19 +157,26 @@ class PluginManager:
                 decided = self._desired.update(found)
                 resources = decided.resources
             self._decided = True
-            self._warn(decided, instances)
             await self._apply(resources)
+            await self._warn(decided, instances)
         except Exception:  # the next change tries again, on everything
             log.exception("updating the device plugins failed")
             self._everything = True
 
-    def _warn(self, decided: Decided, instances: list[Instance]) -> None:
+    async def _warn(self, decided: Decided, instances: list[Instance]) -> None:
+        """Log each problem once; unusable slots are also an Event, recorded by the first node
+        in `nodes` only, so a hundred nodes do not record it a hundred times."""
         for problem in decided.problems:
             self._warn_once(problem)
         for instance in instances:
-            if self._node in instance.spec.nodes:
-                for problem in slots.usage_problems(view(instance)):
-                    self._warn_once(problem)
+            if self._node not in instance.spec.nodes:
+                continue
+            problems = slots.usage_problems(view(instance))
+            for problem in problems:
+                self._warn_once(problem)
+            if problems and self._problems is not None and min(instance.spec.nodes) == self._node:
+                key = (instance.metadata.namespace or "", instance.metadata.name or "")
+                await self._problems.unusable_slots(key, problems)
 
     async def _apply(self, resources: Iterable[str]) -> None:
         """Stop and start plugins so that these resources are served as desired."""

@@ -5,11 +5,12 @@ A plugin knows why its last attempt to serve or register failed (`Plugin.problem
 this, a plugin that never registers leaves its pods Pending with nothing to say why. An
 instance-level plugin's problem goes to its Instance and its Configuration, a
 configuration-level plugin's to its Configuration (one message per node, joining its plugins').
+Unusable slots (corrupt deviceUsage values) are told as Events on their Instance.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from akri.agent.instance_reports import InstanceReporter
 from akri.agent.plugins.desired import ConfigurationLookup, Key, Level, PluginSpec
@@ -17,6 +18,7 @@ from akri.agent.status import StatusReporter
 from akri.api import ConditionType
 
 TYPE = ConditionType.PLUGIN_UNAVAILABLE
+UNUSABLE_SLOT = "UnusableSlot"
 
 
 def grouped(
@@ -52,6 +54,7 @@ class PluginProblems:
         self._configuration_of = configuration_of
         self._on_instances: dict[Key, str] = {}
         self._on_configurations: dict[Key, str] = {}
+        self._told_slots: set[tuple[Key, str]] = set()
 
     async def report(self, problems: Mapping[PluginSpec, str]) -> None:
         """Make the reported problems these. Raises the API's errors (the caller retries)."""
@@ -73,6 +76,14 @@ class PluginProblems:
                         wire, (TYPE,), {} if problem is None else {TYPE: problem}
                     )
                 _remember(self._on_configurations, key, problem)
+
+    async def unusable_slots(self, key: Key, problems: Sequence[str]) -> None:
+        """A Warning Event on the Instance for each unusable deviceUsage entry not told yet:
+        a corrupt value takes a slot out of use until someone fixes it."""
+        for problem in problems:
+            if (key, problem) not in self._told_slots:
+                self._told_slots.add((key, problem))
+                await self._instances.event(key, UNUSABLE_SLOT, problem, "Warning")
 
 
 def _remember(reported: dict[Key, str], key: Key, problem: str | None) -> None:
