@@ -208,3 +208,31 @@ async def test_the_node_changes_are_observable(
     before = kubelet.version
     kubelet.remove_pod("u1")
     assert kubelet.version > before
+
+
+async def test_a_kubelet_stopped_during_an_allocate_fails_that_admission(
+    make_kubelet: Callable[..., Kubelet],
+) -> None:
+    """Soak regression (seed 20261125): the stop closes the plugin's channel under an Allocate
+    in flight; grpc reports that as a cancellation, which once escaped admission as a
+    CancelledError and silently ended the node's bridge (pods deleted later stayed listed in
+    PodResources, their slots held). It is a failed Allocate, as on a real kubelet."""
+    async with make_kubelet() as kubelet:
+        plugin = FakePlugin(kubelet.device_plugins_dir, RESOURCE, [device("a")])
+        try:
+            await plugin.start(kubelet.socket)
+            async with asyncio.timeout(WAIT_S):
+                await kubelet.wait_for(lambda: kubelet.allocatable().get(RESOURCE) == 1)
+            plugin.allocate_hangs = True
+            admission = asyncio.create_task(
+                kubelet.admit("u1", "p1", "ns", containers=[wants("c")])
+            )
+            async with asyncio.timeout(WAIT_S):
+                await plugin.changes.wait_for(lambda: bool(plugin.allocate_requests))
+            await kubelet.stop()
+
+            with pytest.raises(AdmissionError, match=UNEXPECTED_ADMISSION_ERROR):
+                await admission
+            assert "u1" not in kubelet.pods
+        finally:
+            await plugin.stop()

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import grpc
 
@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the async stub type exists only in the generated typing stu
 log = logging.getLogger(__name__)
 
 DevicesCallback = Callable[[Iterable[Device]], None]
+T = TypeVar("T")
 
 
 class StoppedEndpoint:
@@ -140,10 +141,10 @@ class PluginEndpoint:
             ]
         )
         self._refuse_if_stopped()
-        try:
-            response = await self._stub.GetPreferredAllocation(request, timeout=self._call_timeout)
-        except grpc.aio.AioRpcError as error:
-            raise AllocationError(_rpc_failure("GetPreferredAllocation", error)) from None
+        response = await self._call(
+            "GetPreferredAllocation",
+            self._stub.GetPreferredAllocation(request, timeout=self._call_timeout),
+        )
         if not response.container_responses:
             return ()
         return tuple(response.container_responses[0].deviceIDs)
@@ -153,10 +154,9 @@ class PluginEndpoint:
             container_requests=[ContainerAllocateRequest(devices_ids=device_ids)]
         )
         self._refuse_if_stopped()
-        try:
-            response = await self._stub.Allocate(request, timeout=self._call_timeout)
-        except grpc.aio.AioRpcError as error:
-            raise AllocationError(_rpc_failure("Allocate", error)) from None
+        response = await self._call(
+            "Allocate", self._stub.Allocate(request, timeout=self._call_timeout)
+        )
         if not response.container_responses:
             raise AllocationError(f"no containers return in allocation response {response}")
         return response.container_responses[0]
@@ -168,6 +168,20 @@ class PluginEndpoint:
             self._watch.cancel()
             await asyncio.gather(self._watch, return_exceptions=True)
         await self._channel.close()
+
+    async def _call(self, method: str, call: Awaitable[T]) -> T:
+        """An admission call; every way it fails is an AllocationError. `close` cancels calls
+        in flight, which grpc reports as a CancelledError: that is the call failing (as the
+        kubelet sees a canceled RPC), unless the caller itself is being cancelled."""
+        try:
+            return await call
+        except grpc.aio.AioRpcError as error:
+            raise AllocationError(_rpc_failure(method, error)) from None
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+            raise AllocationError(f"{method} failed: endpoint {self.resource} stopped") from None
 
     def _refuse_if_stopped(self) -> None:
         if self._stopped:

@@ -157,6 +157,7 @@ class Harness:
         self._api: client.ApiClient | None = None
         self._user: User | None = None
         self._restarts: set[asyncio.Task[None]] = set()
+        self._stopping = False
         self.api_faulted = False
         self.started = time.monotonic()
         """Snapshot times count from here."""
@@ -189,6 +190,7 @@ class Harness:
         return self
 
     async def __aexit__(self, *_: object) -> None:
+        self._stopping = True
         self.server.faults.clear()
         for task in self._restarts:
             task.cancel()
@@ -204,9 +206,18 @@ class Harness:
         await self.server.stop()
 
     def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        """Run an in-process component until the harness stops it; one that ends before, in
+        any way (a CancelledError it did not ask for included), is a crash."""
+
         def report(task: asyncio.Task[None]) -> None:
-            if not task.cancelled() and task.exception() is not None:
+            if self._stopping:
+                return
+            if task.cancelled():
+                self.crashes.append(f"{name} (ended by a CancelledError)")
+            elif task.exception() is not None:
                 self.crashes.append(f"{name} ({task.exception()!r})")
+            else:
+                self.crashes.append(f"{name} (returned)")
 
         task = asyncio.create_task(work, name=name)
         task.add_done_callback(report)
