@@ -92,15 +92,48 @@ async def test_deleted_node_is_scrubbed_without_grace(api: client.ApiClient) -> 
     instance = await create_instance(api, configuration, "dev0", ["node-0", "vanished"])
     name = instance.metadata.name or ""
     await hold(api, name, {naming.slot_id(name, 0): "vanished"})
+    await report_offline(api, name, ["node-0", "vanished"])
 
     async with running(api, Tuning(node_grace=300.0)):
 
         async def scrubbed() -> dict[str, Any] | None:
             found = await read_instance(api, name)
-            return found if found and found["spec"]["nodes"] == ["node-0"] else None
+            rows = [r["node"] for r in (found or {}).get("status", {}).get("nodes", [])]
+            return (
+                found
+                if found and found["spec"]["nodes"] == ["node-0"] and rows == ["node-0"]
+                else None
+            )
 
         kept = await eventually(scrubbed, "the deleted node to leave the Instance")
         assert set(kept["spec"]["deviceUsage"].values()) == {""}
+    (offline,) = kept["status"]["conditions"]
+    assert (offline["type"], offline["status"]) == ("DeviceOffline", "True")
+    assert offline["message"] == "node node-0: device offline"
+
+
+async def report_offline(api: client.ApiClient, name: str, nodes: list[str]) -> None:
+    """Rows of DeviceOffline for `nodes`, as their agents would write them."""
+    custom = client.CustomObjectsApi(api)
+    found = await read_instance(api, name)
+    assert found is not None
+    problems = [{"type": "DeviceOffline", "message": "device offline"}]
+    message = "; ".join(f"node {node}: device offline" for node in nodes)
+    found["status"] = {
+        "nodes": [{"node": node, "problems": problems} for node in nodes],
+        "conditions": [
+            {
+                "type": "DeviceOffline",
+                "status": "True",
+                "reason": "DeviceOffline",
+                "message": message,
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ],
+    }
+    await custom.replace_namespaced_custom_object_status(
+        naming.GROUP, naming.VERSION, "default", "instances", name, found
+    )
 
 
 async def _gone(api: client.ApiClient, name: str) -> bool:

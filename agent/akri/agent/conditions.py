@@ -18,10 +18,10 @@ from typing import TypeVar
 
 from akri.agent.discovery.model import Status
 from akri.api import (
+    INSTANCE_NODE_PROBLEMS,
     NODE_PROBLEMS,
     ConditionType,
     ConfigurationStatus,
-    InstanceConditionType,
     InstanceStatus,
 )
 from akri.node_reports import aggregated, with_problems
@@ -70,13 +70,6 @@ def discovery_problems(status: Status) -> dict[str, str]:
     return {} if status.ok else {status.condition.value: status.message}
 
 
-INSTANCE_PROBLEMS: tuple[str, ...] = (
-    InstanceConditionType.PLUGIN_UNAVAILABLE,
-    InstanceConditionType.DEVICE_OFFLINE,
-)
-"""The problems nodes report per node on an Instance (SlotConflict has rules of its own)."""
-
-
 def updated_status(
     status: S,
     node: str,
@@ -96,7 +89,7 @@ def updated_status(
     conditions = aggregated(
         status.conditions,
         rows,
-        NODE_PROBLEMS if configuration else INSTANCE_PROBLEMS,
+        NODE_PROBLEMS if configuration else INSTANCE_NODE_PROBLEMS,
         ready=configuration,
         generation=generation,
         now=now,

@@ -1,5 +1,5 @@
 """Reconcile one node: once it is lost, take it out of every Instance and free its slots, and
-have its reports withdrawn from every Configuration.
+withdraw its reports (its rows in the status of every Instance and Configuration).
 
 The write is the same resourceVersion-guarded read-modify-write the agents use
 (`GuardedWriter` + `akri.slots.scrub_node`), so it never undoes an agent's concurrent claim.
@@ -11,12 +11,13 @@ slots other nodes' containers still hold stays until their agents free them.
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri import naming
-from akri.api import Instance
+from akri.api import INSTANCE_NODE_PROBLEMS, Instance, InstanceStatus
 from akri.api.pool import view
 from akri.controller.brokers import COMPONENT
 from akri.controller.context import CONFIGURATION, NODE, Context
@@ -30,6 +31,7 @@ from akri.kube.guarded import (
     GuardedWriter,
     Object,
 )
+from akri.node_reports import aggregated, withdrawn
 from akri.slots import disposable, finalizers, scrub_node
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,26 @@ def scrubbed(obj: Object, node: str) -> Object | None:
     wanted = finalizers(after, instance.metadata.finalizers)
     if wanted != instance.metadata.finalizers:
         obj["metadata"]["finalizers"] = wanted
+    return obj
+
+
+def without_reports(obj: Object, node: str) -> Object | None:
+    """`obj` without `node`'s row in its status (its conditions computed again from the rows
+    left); None when it has none."""
+    status = InstanceStatus.model_validate(obj.get("status") or {})
+    rows = withdrawn(status.nodes, lambda reporter: reporter != node)
+    if rows == status.nodes:
+        return None
+    conditions = aggregated(
+        status.conditions,
+        rows,
+        INSTANCE_NODE_PROBLEMS,
+        ready=False,
+        generation=obj["metadata"].get("generation"),
+        now=datetime.now(UTC),
+    )
+    wire = status.model_copy(update={"nodes": rows, "conditions": conditions})
+    obj["status"] = wire.model_dump(mode="json", by_alias=True, exclude_none=True)
     return obj
 
 
@@ -80,6 +102,13 @@ async def reconcile_node(ctx: Context, watch: NodeWatch, name: str) -> None:
 
         async with ctx.in_flight:
             stored = await writer.update(namespace, instance, mutate, cached=obj)
+            await writer.update(
+                namespace,
+                instance,
+                lambda current: without_reports(current, name),
+                cached=obj,
+                subresource="status",
+            )
         if stored is None or not wrote:
             continue
         log.info("node %s is lost: removed from Instance %s/%s", name, namespace, instance)

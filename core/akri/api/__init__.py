@@ -19,6 +19,7 @@ from akri.api.configuration import (
 )
 from akri.api.crd import crd_definitions, crd_files, definition
 from akri.api.instance import (
+    INSTANCE_NODE_PROBLEMS,
     Instance,
     InstanceConditionType,
     InstanceSpec,
@@ -36,6 +37,7 @@ from akri.api.wire import (
 )
 
 __all__ = [
+    "INSTANCE_NODE_PROBLEMS",
     "NODE_PROBLEMS",
     "PROPERTY_NAME_PATTERN",
     "BrokerSpec",

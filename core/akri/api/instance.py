@@ -51,6 +51,14 @@ class InstanceConditionType(StrEnum):
     """A node no longer discovers the device and leaves `nodes` unless it comes back in time."""
 
 
+INSTANCE_NODE_PROBLEMS: tuple[str, ...] = (
+    InstanceConditionType.PLUGIN_UNAVAILABLE,
+    InstanceConditionType.DEVICE_OFFLINE,
+)
+"""The problems nodes report per node in an Instance's `status.nodes` (SlotConflict has rules
+of its own)."""
+
+
 class InstanceStatus(WireModel):
     """Problems nodes observed with the Instance, for `kubectl describe`."""
 
