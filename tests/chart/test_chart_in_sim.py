@@ -166,7 +166,10 @@ async def granted(kubectl: Kubectl) -> dict[str, set[Grant]]:
 
 
 def rbac_was_exact(
-    roles: dict[str, set[Grant]], calls: list[dict[str, Any]], namespace: str
+    roles: dict[str, set[Grant]],
+    calls: list[dict[str, Any]],
+    namespace: str,
+    explained_by_component: dict[str, dict[Grant, str]],
 ) -> None:
     """Every call each component made is one its roles grant (refused ones too: during the
     uninstall a terminating pod outlives its binding, as on a real cluster), and every grant
@@ -178,7 +181,7 @@ def rbac_was_exact(
         assert made, f"no calls of the {component} recorded"
         mine = roles[component]
         refused[component] = [c for c in made if not used(mine, [{**c, "allowed": True}])]
-        explained = NOT_ALWAYS_USED.get(component, {})
+        explained = explained_by_component.get(component, {})
         assert explained.keys() <= mine, f"{component}: explained grants no role has"
         everything = [{**c, "allowed": True} for c in made]
         excess[component] = sorted(mine - used(mine, everything) - explained.keys())
@@ -245,11 +248,23 @@ async def test_the_documented_install_runs_brokers_survives_an_upgrade_and_unins
         uninstalled = await helm("uninstall", install.release, install.namespace)
         assert "error" not in uninstalled, uninstalled
 
+    await uninstalled_cleanly(cluster, kubectl, roles, install.namespace)
+
+
+async def uninstalled_cleanly(
+    cluster: Cluster,
+    kubectl: Kubectl,
+    roles: dict[str, set[Grant]],
+    namespace: str,
+    explained: dict[str, dict[Grant, str]] = NOT_ALWAYS_USED,
+) -> None:
+    """Nothing of the release left, and its RBAC exact over the whole run."""
+
     async def nothing_left() -> bool | None:
         kinds = "all,akric,akrii,serviceaccounts,roles,rolebindings,poddisruptionbudgets"
-        left = await items(kubectl, kinds, "-A", "-l", f"{INSTANCE_LABEL}={install.release}")
+        left = await items(kubectl, kinds, "-A", "-l", f"{INSTANCE_LABEL}=akri")
         cluster_wide = await items(
-            kubectl, "clusterroles,clusterrolebindings", "-l", f"{INSTANCE_LABEL}={install.release}"
+            kubectl, "clusterroles,clusterrolebindings", "-l", f"{INSTANCE_LABEL}=akri"
         )
         instances = await items(kubectl, "akrii", "-A")
         brokers_left = await items(kubectl, "pods", "-A", "-l", "akri.sh/configuration")
@@ -257,6 +272,83 @@ async def test_the_documented_install_runs_brokers_survives_an_upgrade_and_unins
 
     await eventually(nothing_left, "nothing of the release left", 60)
     calls = await access_log(cluster)
-    hook = [c for c in calls if c["user"] == account(install.namespace, "cleanup")]
+    hook = [c for c in calls if c["user"] == account(namespace, "cleanup")]
     assert [c for c in hook if not c["allowed"]] == []
-    rbac_was_exact(roles, calls, install.namespace)
+    rbac_was_exact(roles, calls, namespace, explained)
+
+
+# DRA mode: what the device-plugin run does not use either, and DRA's own.
+SLICES = "resourceslices"
+LOCAL_POOL = "this node's pool of local devices (agent/dra_slices.py); debugEcho's are shared"
+DRA_NOT_ALWAYS_USED: dict[str, dict[Grant, str]] = {
+    "agent": {
+        **NOT_ALWAYS_USED["agent"],
+        Grant("akri.sh", "instances", "update"): "a node joining or leaving an Instance "
+        "(publisher.py); here one node saw both devices from the start, and claims hold slots",
+        **{Grant("resource.k8s.io", SLICES, v): LOCAL_POOL for v in ("create", "update", "delete")},
+    },
+    "controller": {
+        **NOT_ALWAYS_USED["controller"],
+        Grant("", "pods", "delete"): "a broker whose Instance or node is gone or whose spec "
+        "changed (brokers.py); here they went with their Instances, by owner reference",
+        Grant("resource.k8s.io", "deviceclasses", "update"): "a Configuration edited "
+        "(controller/dra.py)",
+        Grant("resource.k8s.io", SLICES, "update"): "a shared pool whose devices or nodes "
+        "change (controller/dra.py)",
+    },
+    "cleanup": NOT_ALWAYS_USED["cleanup"],
+}
+
+
+@pytest.mark.timeout(600)
+async def test_dra_mode_prepares_a_claim_with_exactly_the_rights_the_chart_grants(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """mode=dra: the agent publishes its node's devices, the controller the DeviceClass and the
+    brokers (each with a claim template), and a pod asking for the Configuration's resource
+    gets a claim; the agent's kubelet plugin prepares the claims;
+    every call is granted, every DRA grant used (or explained), and uninstall leaves nothing."""
+    kubectl = Kubectl(cluster.kubeconfig, tmp_path, namespace="akri")
+    example = {"enabled": True}
+    values = merged(
+        SIM_OVERRIDES,
+        {"mode": "dra", "agent": {"embedDebugEcho": True}, "examples": {"debugEcho": example}},
+    )
+    user_pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "user", "namespace": "akri"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "busybox",
+                    "resources": {"limits": {"akri.sh/akri-debug-echo-foo": "1"}},
+                }
+            ]
+        },
+    }
+    manifest = tmp_path / "user.json"
+    manifest.write_text(json.dumps(user_pod))
+    async with HelmSession(cluster.kubeconfig) as helm:
+        installed = await helm("install", "akri", "akri", values)
+        assert installed == {"ok": {"status": "deployed"}}, installed
+        await kubectl("apply", "-f", str(manifest))
+
+        async def running() -> bool:
+            pods = await items(kubectl, "pods")
+            phases = {p["metadata"]["name"]: p.get("status", {}).get("phase") for p in pods}
+            brokers = [p for p in pods if "akri.sh/instance" in p["metadata"].get("labels", {})]
+            return (
+                phases.get("user") == "Running"
+                and len(brokers) == BROKERS
+                and all(phases[b["metadata"]["name"]] == "Running" for b in brokers)
+            )
+
+        await eventually(running, "the DRA pod and the brokers running", 60)
+        assert await items(kubectl, "resourceclaims"), "the scheduler made its claim"
+        roles = await granted(kubectl)
+        await kubectl("delete", "pod", "user")
+        uninstalled = await helm("uninstall", "akri", "akri")
+        assert "error" not in uninstalled, uninstalled
+    await uninstalled_cleanly(cluster, kubectl, roles, "akri", DRA_NOT_ALWAYS_USED)

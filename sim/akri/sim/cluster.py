@@ -189,6 +189,10 @@ class Cluster(Service):
             pod_resources,
             plugins_registry_dir=kubelet_dir / "plugins_registry",
             cdi_dir=kubelet_dir / "cdi",
+            host_dirs={
+                "/var/lib/kubelet/plugins": kubelet_dir / "plugins",
+                "/var/lib/kubelet/plugins_registry": kubelet_dir / "plugins_registry",
+            },
         )
         return SimNode(
             name, kubelet, plugins, pod_resources, root / "akri", kubelet_dir, echo, availability

@@ -72,9 +72,12 @@ class Kubelet(Service):
         endpoint_stop_grace_period: float = ENDPOINT_STOP_GRACE_PERIOD_S,
         plugins_registry_dir: Path | None = None,
         cdi_dir: Path | None = None,
+        host_dirs: Mapping[str, Path] | None = None,
     ) -> None:
         """`plugins_registry_dir`: the node's plugins_registry, where DRA plugins register
-        (none: no DRA); `cdi_dir`: where the node's container runtime finds CDI specs."""
+        (none: no DRA); `cdi_dir`: where the node's container runtime finds CDI specs;
+        `host_dirs`: the node's host directories (by their path on a node) on this machine, so
+        a plugin in a pod can give its socket by its host path, as on a node."""
         self.node_name = node_name
         self.device_plugins_dir = Path(device_plugins_dir)
         self.pod_resources_dir = Path(pod_resources_dir)
@@ -85,6 +88,7 @@ class Kubelet(Service):
         self._pod_resources: grpc.aio.Server | None = None
         self.plugins_registry_dir = plugins_registry_dir
         self.cdi_dirs = [cdi_dir] if cdi_dir is not None else []
+        self._host_dirs = dict(host_dirs or {})
         self.dra = DraManager(self._changes.notify)
         self._plugin_watcher: asyncio.Task[None] | None = None
         self.starts = 0
@@ -126,7 +130,9 @@ class Kubelet(Service):
         )
         if self.plugins_registry_dir is not None:
             self.plugins_registry_dir.mkdir(parents=True, exist_ok=True)  # as pluginwatcher's init
-            watcher = PluginWatcher(self.plugins_registry_dir, {DRA_PLUGIN: self.dra})
+            watcher = PluginWatcher(
+                self.plugins_registry_dir, {DRA_PLUGIN: self.dra}, host_dirs=self._host_dirs
+            )
             self._plugin_watcher = asyncio.create_task(
                 watcher.run(), name=f"plugin-watcher-{self.node_name}"
             )

@@ -73,12 +73,25 @@ class PluginWatcher:
     """`run()` until cancelled; `handlers` maps a PluginInfo type to its handler."""
 
     def __init__(
-        self, directory: Path, handlers: Mapping[str, PluginHandler], poll_s: float = POLL_S
+        self,
+        directory: Path,
+        handlers: Mapping[str, PluginHandler],
+        poll_s: float = POLL_S,
+        host_dirs: Mapping[str, Path] | None = None,
     ) -> None:
+        """`host_dirs`: node host directories (e.g. `/var/lib/kubelet/plugins`) -> where they
+        are on this machine, for endpoints a plugin in a pod reports by their host path."""
         self.directory = directory
         self._handlers = handlers
         self._poll_s = poll_s
+        self._host_dirs = dict(host_dirs or {})
         self._registered: dict[Path, _Registered] = {}
+
+    def _local(self, endpoint: str) -> str:
+        for prefix, local in self._host_dirs.items():
+            if endpoint == prefix or endpoint.startswith(prefix + "/"):
+                return str(local / endpoint[len(prefix) :].lstrip("/"))
+        return endpoint
 
     async def run(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -128,7 +141,7 @@ class PluginWatcher:
             stub: RegistrationAsyncStub = RegistrationStub(channel)
             info = await stub.GetInfo(pb.InfoRequest(), timeout=GET_INFO_TIMEOUT_S)
             handler = self._handlers.get(info.type)
-            endpoint = info.endpoint or str(path)
+            endpoint = self._local(info.endpoint) if info.endpoint else str(path)
             try:
                 if handler is None:
                     raise RegistrationRefused(f"no handler registered for plugin type: {info.type}")
