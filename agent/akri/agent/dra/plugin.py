@@ -39,6 +39,7 @@ from akri.agent.plugins.response import DeviceExtras, allocate_response
 from akri.api import Instance
 from akri.kube.calls import call, error_message
 from akri.logs import OnceLog
+from akri.proto.deviceplugin.v1beta1.api_pb2 import ContainerAllocateResponse
 from akri.proto.dra.v1 import api_pb2 as dra
 from akri.proto.dra.v1.api_pb2_grpc import DRAPluginServicer
 from akri.proto.drahealth.v1alpha1 import api_pb2 as health
@@ -121,6 +122,9 @@ class DraPlugin(DRAPluginServicer, DRAResourceHealthServicer):
             return self._failed(name, f"reading the claim failed: {error_message(error)}")
         except OSError as error:
             return self._failed(name, f"writing its CDI spec failed: {error}")
+        except Exception as error:  # a bug must fail one claim, not the agent
+            log.exception("preparing ResourceClaim %s failed unexpectedly", name)
+            return self._failed(name, f"internal error: {error!r}")
         return dra.NodePrepareResourceResponse(devices=[_device(d) for d in record["devices"]])
 
     def _failed(self, claim: str, message: str) -> dra.NodePrepareResourceResponse:
@@ -153,7 +157,7 @@ class DraPlugin(DRAPluginServicer, DRAResourceHealthServicer):
             "spec": cdi.claim_spec(claim.uid, answers),
         }
 
-    def _container_answer(self, instances: list[Instance]) -> Any:
+    def _container_answer(self, instances: list[Instance]) -> ContainerAllocateResponse:
         """What Allocate would give one container granted `instances`."""
         configuration_properties: dict[str, str] = {}
         for instance in instances:

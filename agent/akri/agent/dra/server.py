@@ -38,16 +38,15 @@ REGISTRATION_SOCKET_NAME = f"{DRIVER}-reg.sock"
 
 
 class Registration(RegistrationServicer):
-    """Answers the kubelet's plugin watcher; `on_status(registered, error)` hears its verdict."""
+    """Answers the kubelet's plugin watcher and logs its verdict."""
 
-    def __init__(self, endpoint: Path, on_status: Callable[[bool, str], None]) -> None:
+    def __init__(self, endpoint: Path) -> None:
         self._info = registration.PluginInfo(
             type=DRA_PLUGIN,
             name=DRIVER,
             endpoint=str(endpoint),
             supported_versions=[DRA_PLUGIN_SERVICE, HEALTH_SERVICE],
         )
-        self._on_status = on_status
 
     async def GetInfo(
         self, request: registration.InfoRequest, context: grpc.aio.ServicerContext[Any, Any]
@@ -61,23 +60,16 @@ class Registration(RegistrationServicer):
             log.info("DRA plugin %s registered with the kubelet", DRIVER)
         else:
             log.error("the kubelet refused DRA plugin %s: %s", DRIVER, request.error)
-        self._on_status(request.plugin_registered, request.error)
         return registration.RegistrationStatusResponse()
 
 
 class KubeletDraPlugin:
     """`run()` serves and stays registered until cancelled."""
 
-    def __init__(
-        self,
-        plugin: DraPlugin,
-        registry_dir: Path,
-        on_status: Callable[[bool, str], None] = lambda registered, error: None,
-    ) -> None:
+    def __init__(self, plugin: DraPlugin, registry_dir: Path) -> None:
         self.plugin = plugin
         self.socket = plugin.env.state_dir / SOCKET_NAME
         self.registration_socket = registry_dir / REGISTRATION_SOCKET_NAME
-        self._on_status = on_status
 
     def _add_plugin(self, server: grpc.aio.Server) -> None:
         add_DRAPluginServicer_to_server(self.plugin, server)
@@ -89,7 +81,7 @@ class KubeletDraPlugin:
             registration_server = await _serve(
                 self.registration_socket,
                 lambda server: add_RegistrationServicer_to_server(
-                    Registration(self.socket, self._on_status), server
+                    Registration(self.socket), server
                 ),
             )
             try:

@@ -100,9 +100,9 @@ class PluginWatcher:
                 await self._reconcile(_sockets(self.directory))
                 await asyncio.sleep(self._poll_s)
         finally:
-            await asyncio.shield(self.deregister_all())
+            await asyncio.shield(self._deregister_all())
 
-    async def deregister_all(self) -> None:
+    async def _deregister_all(self) -> None:
         """The kubelet stopping: every plugin's handler forgets it."""
         for path in list(self._registered):
             await self._deregister(path)
