@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
 
 import grpc
 import pytest
@@ -151,17 +152,23 @@ async def test_an_allocate_error_fails_admission(
 async def test_a_hung_allocate_fails_admission_at_the_call_timeout(
     make_kubelet: Callable[..., Kubelet],
 ) -> None:
-    async with make_kubelet(call_timeout=0.2) as kubelet:
-        plugin = FakePlugin(kubelet.device_plugins_dir, RESOURCE, [device("a")])
-        try:
-            await plugin.start(kubelet.socket)
-            async with asyncio.timeout(WAIT_S):
-                await kubelet.wait_for(lambda: kubelet.allocatable().get(RESOURCE) == 1)
-            plugin.allocate_hangs = True
-            with pytest.raises(AdmissionError, match="DEADLINE_EXCEEDED"):
-                await kubelet.admit("u1", "p1", "ns", containers=[wants("c")])
-        finally:
-            await plugin.stop()
+    async with make_kubelet(call_timeout=0.2) as kubelet, hanging_plugin(kubelet):
+        with pytest.raises(AdmissionError, match="DEADLINE_EXCEEDED"):
+            await kubelet.admit("u1", "p1", "ns", containers=[wants("c")])
+
+
+@contextlib.asynccontextmanager
+async def hanging_plugin(kubelet: Kubelet) -> AsyncIterator[FakePlugin]:
+    """A registered plugin of one device whose Allocate never answers."""
+    plugin = FakePlugin(kubelet.device_plugins_dir, RESOURCE, [device("a")])
+    try:
+        await plugin.start(kubelet.socket)
+        async with asyncio.timeout(WAIT_S):
+            await kubelet.wait_for(lambda: kubelet.allocatable().get(RESOURCE) == 1)
+        plugin.allocate_hangs = True
+        yield plugin
+    finally:
+        await plugin.stop()
 
 
 async def test_remove_pod_frees_its_ids(kubelet: Kubelet, make_plugin: PluginFactory) -> None:
@@ -217,22 +224,12 @@ async def test_a_kubelet_stopped_during_an_allocate_fails_that_admission(
     in flight; grpc reports that as a cancellation, which once escaped admission as a
     CancelledError and silently ended the node's bridge (pods deleted later stayed listed in
     PodResources, their slots held). It is a failed Allocate, as on a real kubelet."""
-    async with make_kubelet() as kubelet:
-        plugin = FakePlugin(kubelet.device_plugins_dir, RESOURCE, [device("a")])
-        try:
-            await plugin.start(kubelet.socket)
-            async with asyncio.timeout(WAIT_S):
-                await kubelet.wait_for(lambda: kubelet.allocatable().get(RESOURCE) == 1)
-            plugin.allocate_hangs = True
-            admission = asyncio.create_task(
-                kubelet.admit("u1", "p1", "ns", containers=[wants("c")])
-            )
-            async with asyncio.timeout(WAIT_S):
-                await plugin.changes.wait_for(lambda: bool(plugin.allocate_requests))
-            await kubelet.stop()
+    async with make_kubelet() as kubelet, hanging_plugin(kubelet) as plugin:
+        admission = asyncio.create_task(kubelet.admit("u1", "p1", "ns", containers=[wants("c")]))
+        async with asyncio.timeout(WAIT_S):
+            await plugin.changes.wait_for(lambda: bool(plugin.allocate_requests))
+        await kubelet.stop()
 
-            with pytest.raises(AdmissionError, match=UNEXPECTED_ADMISSION_ERROR):
-                await admission
-            assert "u1" not in kubelet.pods
-        finally:
-            await plugin.stop()
+        with pytest.raises(AdmissionError, match=UNEXPECTED_ADMISSION_ERROR):
+            await admission
+        assert "u1" not in kubelet.pods

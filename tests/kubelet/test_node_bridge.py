@@ -210,3 +210,33 @@ async def test_the_node_lease_is_renewed_while_the_kubelet_runs(
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         await follow.stop()
+
+
+@pytest.mark.usefixtures("bridge")
+async def test_the_bridge_goes_on_after_a_kubelet_restart_cuts_an_allocate(
+    kubelet: Kubelet, plugin: FakePlugin, core: client.CoreV1Api, nodes: Follow, pods: Follow
+) -> None:
+    """Soak regression: the restart cancelled the Allocate in flight and the bridge ended
+    with it, so the node's pods were no longer followed: deleted ones stayed in PodResources.
+    Now the cut pod fails admission and the node goes on admitting and freeing."""
+    await nodes.until(node_has(lambda n: n["status"]["allocatable"].get(RESOURCE) == "1"))
+    plugin.allocate_hangs = True
+    await create_pod(core, "cut")
+    async with asyncio.timeout(WAIT_S):
+        await plugin.changes.wait_for(lambda: bool(plugin.allocate_requests))
+    await kubelet.restart()
+    await pods.until(phase_of("cut", "Failed"))
+    assert (
+        pods.reflector.objects[("default", "cut")]["status"]["reason"] == "UnexpectedAdmissionError"
+    )
+
+    plugin.allocate_hangs = False
+    await plugin.stop()
+    await plugin.start(kubelet.socket)
+    await nodes.until(node_has(lambda n: n["status"]["allocatable"].get(RESOURCE) == "1"))
+    await create_pod(core, "next")
+    await pods.until(phase_of("next", "Running"))
+    uid = pods.reflector.objects[("default", "next")]["metadata"]["uid"]
+    await core.delete_namespaced_pod("next", "default")
+    async with asyncio.timeout(WAIT_S):
+        await kubelet.wait_for(lambda: uid not in kubelet.pods)
