@@ -148,3 +148,18 @@ async def test_replicas_renewing_at_once_end_with_one_certificate(
     assert base64.b64decode(bundle) == data[CA_FILE]
     served: set[Any] = {(d / "tls.crt").read_bytes() for d in directories}
     assert served == {data[CERT_FILE]}
+
+
+async def test_a_keeper_without_its_secret_waits_for_it_instead_of_failing(
+    api: client.ApiClient, tmp_path: Path
+) -> None:
+    kept = CertificateKeeper(
+        api, "default", SECRET, REGISTRATION, tmp_path, WANTED, retry=0.05, clock=Clock()
+    )
+    async with kept:  # no Secret, no registration yet: started all the same
+        assert not kept.ready.is_set()
+        await setup(api)
+        await eventually(kept.ready.is_set, "the certificate made once the Secret exists")
+        data, bundle = await stored(api)
+        assert base64.b64decode(bundle) == data[CA_FILE]
+        assert (tmp_path / "tls.crt").read_bytes() == data[CERT_FILE]

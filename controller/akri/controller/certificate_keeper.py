@@ -22,6 +22,7 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from akri.backoff import Backoff
 from akri.controller.serving_certificate import (
     CA_FILE,
     CERT_FILE,
@@ -52,7 +53,7 @@ def _write_atomically(path: Path, content: bytes) -> None:
 
 class CertificateKeeper(Service):
     """Keeps Secret `secret` (in `namespace`), the `webhook_configuration`'s caBundle and the
-    files in `cert_dir` current; `sync()` once, then every `interval` seconds while started."""
+    files in `cert_dir` current: `sync()` once, or every `interval` seconds while started."""
 
     def __init__(
         self,
@@ -64,6 +65,7 @@ class CertificateKeeper(Service):
         wanted: Wanted,
         *,
         interval: float = 3600.0,
+        retry: float = 1.0,
         clock: Clock = _now,
     ) -> None:
         self._core = client.CoreV1Api(api_client)
@@ -74,8 +76,11 @@ class CertificateKeeper(Service):
         self._cert_dir = cert_dir
         self._wanted = wanted
         self._interval = interval
+        self._retry = retry
         self._clock = clock
         self._task: asyncio.Task[None] | None = None
+        self.ready = asyncio.Event()
+        """Set once the files in `cert_dir` hold a certificate the API server trusts."""
 
     async def sync(self) -> None:
         """One round; raises ApiException or OSError when it could not finish."""
@@ -139,15 +144,21 @@ class CertificateKeeper(Service):
                 _write_atomically(path, data[name])
 
     async def _keep(self) -> None:
+        backoff = Backoff(initial=self._retry, maximum=self._interval)
         while True:
-            await asyncio.sleep(self._interval)
             try:
                 await self.sync()
-            except (ApiException, OSError, RuntimeError) as error:  # next round tries again
-                log.warning("webhook certificate not checked: %s", error)
+            except (ApiException, OSError, RuntimeError) as error:  # tried again, sooner
+                log.warning("webhook certificate not made or checked: %s", error)
+                await asyncio.sleep(backoff.next_delay())
+                continue
+            backoff.reset()
+            self.ready.set()
+            await asyncio.sleep(self._interval)
 
     async def start(self) -> None:
-        await self.sync()
+        """Never fails: until a round succeeds (`ready`), rounds are retried with back-off, so
+        a missing Secret or RBAC costs the webhook, not the controller's other work."""
         self._task = asyncio.create_task(self._keep(), name="webhook-certificate-keeper")
 
     async def stop(self) -> None:

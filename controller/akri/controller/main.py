@@ -10,12 +10,14 @@ import asyncio
 import logging
 import secrets
 import signal
+import ssl
 import sys
 from collections.abc import Sequence
 
 from kubernetes_asyncio import client
 
 from akri import logs
+from akri.backoff import Backoff
 from akri.controller import metrics
 from akri.controller.certificate_keeper import CertificateKeeper
 from akri.controller.controller import Controller
@@ -91,8 +93,9 @@ async def _run_until(stop: asyncio.Event, settings: ControllerSettings) -> int:
         telemetry = None
         if settings.metrics_port:
             telemetry = await serve_telemetry(settings.metrics_port, ready)
-        webhook, keeper = None, None
+        webhook, keeper, serving = None, None, None
         if settings.webhook_port:  # every replica answers, leader or not
+            webhook = WebhookServer(settings.webhook_port, settings.webhook_cert_dir)
             if settings.webhook_cert_secret:
                 keeper = CertificateKeeper(
                     api,
@@ -102,9 +105,12 @@ async def _run_until(stop: asyncio.Event, settings: ControllerSettings) -> int:
                     settings.webhook_cert_dir,
                     settings.webhook_certificate(),
                 )
-                await keeper.start()  # the files exist before the server reads them
-            webhook = WebhookServer(settings.webhook_port, settings.webhook_cert_dir)
-            await webhook.start()
+                await keeper.start()
+                serving = asyncio.create_task(
+                    _serve_when_ready(webhook, keeper), name="webhook-start"
+                )
+            else:
+                await webhook.start()
         work = asyncio.create_task(serve(controller, candidate), name="controller")
         stopping = asyncio.create_task(stop.wait(), name="controller-signals")
         try:
@@ -113,6 +119,9 @@ async def _run_until(stop: asyncio.Event, settings: ControllerSettings) -> int:
             work.cancel()
             stopping.cancel()
             await asyncio.gather(work, stopping, return_exceptions=True)
+            if serving is not None:
+                serving.cancel()
+                await asyncio.gather(serving, return_exceptions=True)
             if webhook is not None:
                 await webhook.stop()
             if keeper is not None:
@@ -123,6 +132,20 @@ async def _run_until(stop: asyncio.Event, settings: ControllerSettings) -> int:
         return work.result()
     log.info("stopped")
     return 0
+
+
+async def _serve_when_ready(webhook: WebhookServer, keeper: CertificateKeeper) -> None:
+    """The webhook starts once its certificate exists (the controller's other work meanwhile
+    goes on)."""
+    await keeper.ready.wait()
+    backoff = Backoff(initial=1.0, maximum=30.0)
+    while True:
+        try:
+            await webhook.start()
+            return
+        except (OSError, ssl.SSLError) as error:  # e.g. its port not free yet
+            log.error("the admission webhook cannot serve yet: %s", error)
+        await asyncio.sleep(backoff.next_delay())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

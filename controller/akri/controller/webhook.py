@@ -83,9 +83,14 @@ class WebhookServer(Service):
         self._load()  # a missing or broken certificate stops the start with the reason
         app = web.Application()
         app.router.add_post(PATH, _validate)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, self._host, self._port, ssl_context=self._context).start()
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, self._host, self._port, ssl_context=self._context).start()
+        except BaseException:  # e.g. the port still held by a replica on the same host
+            await runner.cleanup()
+            raise
+        self._runner = runner
         self._reloader = asyncio.create_task(self._reload(), name="webhook-certificate")
 
     async def stop(self) -> None:
