@@ -30,8 +30,14 @@ from akri.agent.plugins.desired import (
 from akri.agent.plugins.group_commit import GroupCommit
 from akri.agent.plugins.instance_level import InstancePlugin
 from akri.agent.plugins.kubelet_watch import WATCH_INTERVAL_S, KubeletWatch
-from akri.agent.plugins.plugin import CONCURRENT_REGISTRATIONS, Plugin, register_backoff
+from akri.agent.plugins.plugin import (
+    CONCURRENT_REGISTRATIONS,
+    REGISTER_TIMEOUT_S,
+    Plugin,
+    register_backoff,
+)
 from akri.agent.plugins.problems import PluginProblems
+from akri.agent.plugins.registration import KubeletRegistration
 from akri.agent.plugins.response import DeviceExtras, no_extras
 from akri.agent.plugins.servicer import PluginEnv, PluginServicer
 from akri.api import Instance
@@ -85,6 +91,7 @@ class PluginManager:
             warn_once=self._warn_once,
         )
         self._watch = KubeletWatch(device_plugins_dir / KUBELET_SOCKET_NAME, watch_interval)
+        self._registration = KubeletRegistration(self._watch.kubelet_socket, REGISTER_TIMEOUT_S)
         self._wake = asyncio.Event()
         self._registrations = asyncio.Semaphore(CONCURRENT_REGISTRATIONS)
         self._desired = DesiredPlugins(node, configurations)
@@ -135,6 +142,7 @@ class PluginManager:
         finally:
             for resource in list(self._running):
                 await self._stop(resource)
+            await self._registration.close()
             await self._env.commits.close()
 
     async def _follow(self, changes: Subscription) -> None:
@@ -212,7 +220,7 @@ class PluginManager:
         plugin = Plugin(
             servicer,
             self._directory,
-            self._watch.kubelet_socket,
+            self._registration,
             backoff=self._backoff,
             turns=self._registrations,
         )

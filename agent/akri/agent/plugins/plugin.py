@@ -20,6 +20,7 @@ import grpc
 
 from akri.agent.plugins.desired import PluginSpec
 from akri.agent.plugins.kubelet_watch import Identity, socket_identity
+from akri.agent.plugins.registration import KubeletRegistration
 from akri.agent.plugins.server import PluginServer
 from akri.agent.plugins.servicer import PluginServicer
 from akri.backoff import Backoff
@@ -43,7 +44,7 @@ class Plugin:
         self,
         servicer: PluginServicer,
         directory: Path,
-        kubelet_socket: Path,
+        registration: KubeletRegistration,
         *,
         backoff: Callable[[], Backoff] = register_backoff,
         register_timeout: float = REGISTER_TIMEOUT_S,
@@ -59,7 +60,7 @@ class Plugin:
         self.server: PluginServer | None = None
         self._servicer = servicer
         self._directory = directory
-        self._kubelet_socket = kubelet_socket
+        self._registration = registration
         self._backoff = backoff
         self._register_timeout = register_timeout
         self._turns = turns or asyncio.Semaphore(1)
@@ -136,15 +137,17 @@ class Plugin:
 
     async def _register(self) -> bool:
         assert self.server is not None
-        self._registered_on = socket_identity(self._kubelet_socket)
-        if self._registered_on is None:
-            log.debug("%s: waiting for %s", self.spec, self._kubelet_socket)
+        kubelet = self._registered_on = socket_identity(self._registration.socket)
+        if kubelet is None:
+            log.debug("%s: waiting for %s", self.spec, self._registration.socket)
             return False
         self._epoch += 1
         self._registering = True
         try:
             done = await self._unless_woken(
-                self.server.register(self._kubelet_socket, self._register_timeout)
+                self._registration.register(
+                    self.server.register_request(), kubelet, self._register_timeout
+                )
             )
         except grpc.aio.AioRpcError as error:
             self._set_problem(

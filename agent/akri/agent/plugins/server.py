@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import grpc
 
@@ -22,14 +22,10 @@ from akri.agent.plugins.sockets import new_nonce, socket_name
 from akri.proto.deviceplugin.v1beta1.api_pb2 import DevicePluginOptions, RegisterRequest
 from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import (
     DevicePluginServicer,
-    RegistrationStub,
     add_DevicePluginServicer_to_server,
 )
 from akri.proto.deviceplugin.v1beta1.constants import VERSION
 from akri.unix_sockets import add_port
-
-if TYPE_CHECKING:  # the async stub type exists only in the generated typing stubs
-    from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import RegistrationAsyncStub
 
 log = logging.getLogger(__name__)
 
@@ -85,17 +81,14 @@ class PluginServer:
         self._server = server
         log.debug("%s served on %s", self.resource, self.socket)
 
-    async def register(self, kubelet_socket: Path, deadline_s: float) -> None:
-        """Announce this incarnation to the kubelet; raises grpc.aio.AioRpcError when refused."""
-        request = RegisterRequest(
+    def register_request(self) -> RegisterRequest:
+        """What announces this incarnation to the kubelet."""
+        return RegisterRequest(
             version=VERSION,
             endpoint=self.socket.name,
             resource_name=self.resource,
             options=self.options,
         )
-        async with grpc.aio.insecure_channel(f"unix://{kubelet_socket}") as channel:
-            stub: RegistrationAsyncStub = RegistrationStub(channel)
-            await stub.Register(request, timeout=deadline_s)
 
     async def stop(self) -> None:
         server, self._server = self._server, None
