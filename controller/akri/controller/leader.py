@@ -29,7 +29,7 @@ from akri.controller.lease import (
     record_of,
     released,
 )
-from akri.kube.calls import call
+from akri.kube.calls import call, describe
 from akri.kube.guarded import HTTP_CONFLICT, HTTP_NOT_FOUND
 
 log = logging.getLogger(__name__)
@@ -133,7 +133,7 @@ class LeaderElector:
             async with asyncio.timeout(limit):
                 return await self._try_acquire_or_renew()
         except _API_ERRORS as error:
-            log.warning("lease %s/%s: %s", self._namespace, self._name, _describe(error))
+            log.warning("lease %s/%s: %s", self._namespace, self._name, describe(error))
             return False
 
     async def _try_acquire_or_renew(self) -> bool:
@@ -199,14 +199,8 @@ class LeaderElector:
             async with asyncio.timeout(self._timing.renew_deadline):
                 await self._write(released(record, datetime.now(UTC)), resource_version)
         except _API_ERRORS as error:
-            log.warning("could not release lease %s: %s", self._name, _describe(error))
+            log.warning("could not release lease %s: %s", self._name, describe(error))
 
 
 async def _run(work: Callable[[], Awaitable[None]]) -> None:
     await work()
-
-
-def _describe(error: BaseException) -> str:
-    if isinstance(error, ApiException):
-        return f"API error {error.status} {error.reason}"
-    return f"{type(error).__name__}: {error}"

@@ -39,3 +39,12 @@ def error_message(error: ApiException) -> str:
     if isinstance(status, dict) and status.get("message"):
         return str(status["message"])
     return f"{error.status} {error.reason}"
+
+
+def describe(error: BaseException) -> str:
+    """One line for a log: the API's explanation, or the error's type and text (a timeout's
+    text is empty, so its type is what tells)."""
+    if isinstance(error, ApiException):
+        return f"API error {error.status}: {error_message(error)}"
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

@@ -18,7 +18,7 @@ from kubernetes_asyncio import watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri.backoff import Backoff
-from akri.kube.calls import call
+from akri.kube.calls import call, describe
 
 log = logging.getLogger(__name__)
 
@@ -89,9 +89,9 @@ class Reflector:
                     log.info("watch history expired, relisting: %s", error.reason)
                     self._resource_version = None
                     continue
-                await self._pause(f"API error {error.status} {error.reason}")
+                await self._pause(describe(error))
             except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as error:
-                await self._pause(f"{type(error).__name__}: {error}")
+                await self._pause(describe(error))
 
     async def _pause(self, reason: str) -> None:
         delay = self._backoff.next_delay()

@@ -39,6 +39,7 @@ from akri.agent.plugins.allocations import Allocations
 from akri.agent.plugins.conflicts import conflict_conditions
 from akri.api import Instance, InstanceStatus
 from akri.api.pool import view, with_usage
+from akri.kube.calls import describe
 from akri.kube.events import record_event
 from akri.kube.guarded import HTTP_CONFLICT, HTTP_NOT_FOUND, UpdateConflict
 from akri.naming import RESOURCE_PREFIX
@@ -234,7 +235,9 @@ class Reclaimer:
             async with asyncio.timeout(self._write_timeout):  # Allocates wait for the lock
                 stored = await self._cache.update(namespace, name, mutate)
         except _API_ERRORS as error:
-            log.warning("cannot write the slots of Instance %s/%s: %s", namespace, name, error)
+            log.warning(
+                "cannot write the slots of Instance %s/%s: %s", namespace, name, describe(error)
+            )
             return
         if stored is None or not changes:
             return
