@@ -35,6 +35,7 @@ from akri.kube.calls import call
 from akri.service import Service
 from akri.sim.apiserver import ApiServer, errors
 from akri.sim.apiserver.tls import Pki
+from akri.sim.host_paths import local_path, node_host_dirs
 from akri.sim.kubelet import Kubelet
 from akri.sim.kubelet.node import NodeBridge
 from akri.sim.kubelet.runtime.pod import NodeHost, RuntimeSettings
@@ -106,19 +107,7 @@ class SimNode:
     def host_path(self, path: str) -> Path:
         """Where a path of this node's host filesystem (a hostPath volume) lives here: the
         kubelet's and akri's directories are the node's own, anything else is under `host/`."""
-        known = {
-            "/var/lib/kubelet/device-plugins": self.device_plugins_dir,
-            "/var/lib/kubelet/pod-resources": self.pod_resources_dir,
-            "/var/lib/kubelet/plugins_registry": self.kubelet_dir / "plugins_registry",
-            "/var/lib/kubelet/plugins": self.kubelet_dir / "plugins",
-            "/var/run/cdi": self.kubelet_dir / "cdi",
-            "/var/lib/akri": self.discovery_handlers_dir,
-        }
-        clean = "/" + path.strip("/")
-        for prefix, local in known.items():
-            if clean == prefix or clean.startswith(prefix + "/"):
-                return local / clean[len(prefix) :].lstrip("/")
-        return self.root / "host" / clean.lstrip("/")
+        return local_path(node_host_dirs(self.root), path) or self.root / "host" / path.lstrip("/")
 
 
 async def load_client(kubeconfig: Path) -> client.ApiClient:
@@ -189,10 +178,7 @@ class Cluster(Service):
             pod_resources,
             plugins_registry_dir=kubelet_dir / "plugins_registry",
             cdi_dir=kubelet_dir / "cdi",
-            host_dirs={
-                "/var/lib/kubelet/plugins": kubelet_dir / "plugins",
-                "/var/lib/kubelet/plugins_registry": kubelet_dir / "plugins_registry",
-            },
+            host_dirs=node_host_dirs(root),
         )
         return SimNode(
             name, kubelet, plugins, pod_resources, root / "akri", kubelet_dir, echo, availability

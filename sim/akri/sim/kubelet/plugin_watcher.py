@@ -35,6 +35,7 @@ import grpc
 
 from akri.proto.pluginregistration.v1 import api_pb2 as pb
 from akri.proto.pluginregistration.v1.api_pb2_grpc import RegistrationStub
+from akri.sim.host_paths import local_path
 
 if TYPE_CHECKING:
     from akri.proto.pluginregistration.v1.api_pb2_grpc import RegistrationAsyncStub
@@ -88,10 +89,7 @@ class PluginWatcher:
         self._registered: dict[Path, _Registered] = {}
 
     def _local(self, endpoint: str) -> str:
-        for prefix, local in self._host_dirs.items():
-            if endpoint == prefix or endpoint.startswith(prefix + "/"):
-                return str(local / endpoint[len(prefix) :].lstrip("/"))
-        return endpoint
+        return str(local_path(self._host_dirs, endpoint) or endpoint)
 
     async def run(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
