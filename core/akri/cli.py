@@ -123,9 +123,10 @@ def _run_sim(args: argparse.Namespace) -> int:
                 offline_grace=args.offline_grace,
                 mode=Mode(args.mode),
                 processes=args.workloads == "processes",
+                chart=args.chart,
             )
         )
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RuntimeError) as error:
         print(f"akri sim: {error}", file=sys.stderr)
         return 1
 
@@ -194,6 +195,15 @@ def _add_sim(subparsers: Subparsers) -> None:
         "root) as a cluster runs it, an agent DaemonSet and a controller Deployment whose pods "
         "of the project's image (AKRI_SIM_IMAGE) the simulated kubelets run as real processes "
         "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--chart",
+        type=Path,
+        metavar="DIR",
+        help="install this Helm chart (helm/akri) with the real Helm engine (helm-sdkpy) as "
+        "release akri in namespace akri, with the debugEcho example, instead of running akri "
+        "inside the simulator: its agent DaemonSet and controller Deployment run as real "
+        "processes (needs root)",
     )
     parser.add_argument(
         "--log-level", default="WARNING", help="logging level (default: %(default)s)"

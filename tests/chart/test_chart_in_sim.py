@@ -22,9 +22,11 @@ from typing import Any
 import aiohttp
 import pytest
 
+from akri.sim.chart import SHARED_NETWORK, merged
 from akri.sim.cluster import Cluster, RuntimeOptions
+from akri.sim.helm import HelmSession
 from tests.chart.docs_commands import commands, helm_install
-from tests.chart.helm_render import HelmSession
+from tests.chart.helm_render import CHART
 from tests.chart.rbac_use import Grant, grants, used
 from tests.kubectl import Kubectl, needs_kubectl
 from tests.support import eventually
@@ -36,14 +38,6 @@ pytestmark = [
         os.geteuid() != 0 or shutil.which("unshare") is None, reason="needs root and unshare"
     ),
 ]
-# What the simulation cannot host, overridden; everything else is installed as documented:
-# its pods share the host's network, so one node and one controller, each on its own telemetry
-# port, and the API server calls a webhook Service's port on 127.0.0.1 (the controller's).
-SIM_OVERRIDES = {
-    "webhook": {"servicePort": 8443},
-    "agent": {"metricsPort": 18380},
-    "controller": {"replicas": 1, "metricsPort": 18381},
-}
 BROKERS = 2  # 2 debugEcho devices x 1 node
 INSTANCE_LABEL = "app.kubernetes.io/instance"
 
@@ -55,13 +49,6 @@ async def cluster(socket_dir: Path) -> AsyncIterator[Cluster]:
         ["node-0"], workdir=socket_dir, processes=options, authorization=True
     ) as running:
         yield running
-
-
-def merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in extra.items():
-        out[key] = merged(out.get(key, {}), value) if isinstance(value, dict) else value
-    return out
 
 
 async def items(kubectl: Kubectl, *args: str) -> list[dict[str, Any]]:
@@ -198,8 +185,8 @@ async def test_the_documented_install_runs_brokers_survives_an_upgrade_and_unins
     (command,) = {tuple(c) for c in documented if c[:2] == ["helm", "install"]}  # maybe twice
     install = helm_install(list(command))
     kubectl = Kubectl(cluster.kubeconfig, tmp_path, namespace=install.namespace)
-    values = merged(install.values, SIM_OVERRIDES)
-    async with HelmSession(cluster.kubeconfig) as helm:
+    values = merged(install.values, SHARED_NETWORK)
+    async with HelmSession(cluster.kubeconfig, CHART) as helm:
         installed = await helm("install", install.release, install.namespace, values)
         assert installed == {"ok": {"status": "deployed"}}, installed
 
@@ -311,7 +298,7 @@ async def test_dra_mode_prepares_a_claim_with_exactly_the_rights_the_chart_grant
     kubectl = Kubectl(cluster.kubeconfig, tmp_path, namespace="akri")
     example = {"enabled": True}
     values = merged(
-        SIM_OVERRIDES,
+        SHARED_NETWORK,
         {"mode": "dra", "agent": {"embedDebugEcho": True}, "examples": {"debugEcho": example}},
     )
     user_pod = {
@@ -330,7 +317,7 @@ async def test_dra_mode_prepares_a_claim_with_exactly_the_rights_the_chart_grant
     }
     manifest = tmp_path / "user.json"
     manifest.write_text(json.dumps(user_pod))
-    async with HelmSession(cluster.kubeconfig) as helm:
+    async with HelmSession(cluster.kubeconfig, CHART) as helm:
         installed = await helm("install", "akri", "akri", values)
         assert installed == {"ok": {"status": "deployed"}}, installed
         await kubectl("apply", "-f", str(manifest))

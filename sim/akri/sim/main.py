@@ -17,7 +17,10 @@ from akri.controller.context import Tuning
 from akri.dra.mode import Mode
 from akri.durations import OFFLINE_GRACE_S
 from akri.sim.akri_pods import akri_workloads
+from akri.sim.chart import NAMESPACE, RELEASE
+from akri.sim.chart import values as chart_values
 from akri.sim.cluster import Cluster, RuntimeOptions
+from akri.sim.helm import HelmSession
 from akri.sim.manifests import apply_documents, load_documents
 
 log = logging.getLogger(__name__)
@@ -63,17 +66,24 @@ async def run(
     offline_grace: float = OFFLINE_GRACE_S,
     mode: Mode = Mode.DEVICE_PLUGIN,
     processes: bool = False,
+    chart: Path | None = None,
 ) -> int:
     """With `processes`, akri runs as a cluster runs it: an agent DaemonSet and a controller
-    Deployment of the project's image, their pods real processes (see akri.sim.akri_pods)."""
+    Deployment of the project's image, their pods real processes (see akri.sim.akri_pods).
+    With `chart`, that Helm chart is installed by the real Helm engine instead (akri.sim.chart
+    has its values), its pods real processes too."""
     documents = load_documents(manifests)  # fail on a bad file before starting anything
+    if chart is not None and len(nodes) > 1:
+        raise ValueError("--chart runs one node: its pods share this host's network")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     kubeconfig.parent.mkdir(parents=True, exist_ok=True)
     components: dict[str, Any] = {}
-    if processes:
+    if chart is not None:
+        components = {"processes": RuntimeOptions()}
+    elif processes:
         components = {"processes": RuntimeOptions()}
         if akri:
             image = components["processes"].image
@@ -90,9 +100,24 @@ async def run(
         authorization=True,
         **components,
     ) as cluster:
-        applied = await apply_documents(cluster.api_client(), documents)
+        applied = []
+        if chart is not None:
+            values = chart_values(offline_grace_s=offline_grace, shared_network=True)
+            applied.append(await install_chart(cluster, chart, values))
+        applied += await apply_documents(cluster.api_client(), documents)
         print(banner(cluster, applied), flush=True)
         await stop.wait()
         print("akri sim: stopping", file=sys.stderr, flush=True)
     await loop.shutdown_default_executor()
     return 0
+
+
+async def install_chart(cluster: Cluster, chart: Path, values: dict[str, Any]) -> str:
+    """`helm install --wait` of `chart` as release akri in namespace akri; what the banner says.
+    Raises RuntimeError with Helm's message when the install fails."""
+    print(f"akri sim: installing {chart} (waiting for its pods)", file=sys.stderr, flush=True)
+    async with HelmSession(cluster.kubeconfig, chart) as helm:
+        installed = await helm("install", RELEASE, NAMESPACE, values)
+    if "error" in installed:
+        raise RuntimeError(f"helm install {chart}: {installed['error']}")
+    return f"{chart} (release {RELEASE} in namespace {NAMESPACE})"

@@ -5,9 +5,9 @@ subresource, scope) and whose `namespaceSelector` and `objectSelector` match is 
 AdmissionReview v1 over HTTPS, trusting only its `caBundle`, within `timeoutSeconds` (10 by
 default). A denial is refused as the API server refuses it; a webhook that cannot be reached
 or answers nonsense fails the request under `failurePolicy: Fail` (the default) and is skipped
-under `Ignore`. A `service` reference is reached at 127.0.0.1 on the port it names (pods of the
-simulated cluster are processes on this host), its certificate verified for the Service's DNS
-name `<name>.<namespace>.svc` as kube-apiserver verifies it. The object reviewed is the one the
+under `Ignore`. A `service` reference is reached at a ready pod behind the Service, on the port
+its targetPort names (`endpoints`), its certificate verified for the Service's DNS name
+`<name>.<namespace>.svc` as kube-apiserver verifies it. The object reviewed is the one the
 request carries (patches applied), before the server's own defaults.
 """
 
@@ -25,6 +25,7 @@ import aiohttp
 from akri.sim.apiserver import errors
 from akri.sim.apiserver.apps_kinds import selector_labels
 from akri.sim.apiserver.authn import User
+from akri.sim.apiserver.endpoints import endpoint
 from akri.sim.apiserver.resources import ResourceType
 from akri.sim.apiserver.store import Store
 
@@ -108,15 +109,21 @@ def review(write: Write) -> JSON:
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
 
 
-def _url(webhook: JSON) -> tuple[str, str | None]:
+def _url(webhook: JSON, store: Store) -> tuple[str, str | None]:
     """Where to send the review, and the name its certificate must carry when that is not the
-    URL's host: a Service's DNS name, as kube-apiserver verifies it."""
+    URL's host: a Service's DNS name, as kube-apiserver verifies it. LookupError when the
+    Service or a ready pod behind it is missing."""
     config = webhook.get("clientConfig") or {}
     if config.get("url"):
         return str(config["url"]), None
-    service = config.get("service") or {}
-    url = f"https://127.0.0.1:{service.get('port', 443)}{service.get('path', '/')}"
-    return url, f"{service.get('name', '')}.{service.get('namespace', '')}.svc"
+    reference = config.get("service") or {}
+    name, namespace = reference.get("name", ""), reference.get("namespace", "")
+    service = store.peek(("", "services"), namespace, name)
+    if service is None:
+        raise LookupError(f'service "{name}" not found')
+    pods = store.objects(("", "pods"), namespace)
+    host, port = endpoint(service, pods, int(reference.get("port", 443)))
+    return f"https://{host}:{port}{reference.get('path', '/')}", f"{name}.{namespace}.svc"
 
 
 def _context(webhook: JSON) -> ssl.SSLContext:
@@ -126,13 +133,13 @@ def _context(webhook: JSON) -> ssl.SSLContext:
     return ssl.create_default_context(cadata=base64.b64decode(bundle).decode())
 
 
-async def call(webhook: JSON, write: Write) -> None:
+async def call(webhook: JSON, write: Write, store: Store) -> None:
     """Send the review; raise the request's refusal, or its failure under failurePolicy Fail."""
     name = webhook.get("name", "")
     body = review(write)
     timeout = aiohttp.ClientTimeout(total=webhook.get("timeoutSeconds") or DEFAULT_TIMEOUT_S)
-    url, host = _url(webhook)
     try:
+        url, host = _url(webhook, store)
         async with (
             aiohttp.ClientSession(timeout=timeout) as session,
             session.post(url, json=body, ssl=_context(webhook), server_hostname=host) as answer,
@@ -144,7 +151,7 @@ async def call(webhook: JSON, write: Write) -> None:
         aiohttp.ClientError,
         TimeoutError,
         ValueError,
-        KeyError,
+        LookupError,
         TypeError,
         ssl.SSLError,
     ) as error:
@@ -179,4 +186,4 @@ async def admit(store: Store, write: Write) -> None:
         if applicable(webhook, write, namespace_labels)
     ]
     if hooks:
-        await asyncio.gather(*(call(hook, write) for hook in hooks))
+        await asyncio.gather(*(call(hook, write, store) for hook in hooks))
