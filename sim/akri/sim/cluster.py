@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubernetes_asyncio import client, config
+from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri.agent.agent import Agent
@@ -32,6 +32,7 @@ from akri.controller.controller import Controller
 from akri.discovery_handlers.debug_echo import DebugEcho
 from akri.dra.mode import Mode
 from akri.kube.calls import call
+from akri.kube.connect import api_client
 from akri.service import Service
 from akri.sim.apiserver import ApiServer, errors
 from akri.sim.apiserver.tls import Pki
@@ -112,10 +113,7 @@ class SimNode:
 
 async def load_client(kubeconfig: Path) -> client.ApiClient:
     """A kubernetes-asyncio client loaded from a kubeconfig, the way a user's program loads one."""
-    api: client.ApiClient = await config.new_client_from_config(
-        config_file=str(kubeconfig), persist_config=False
-    )
-    return api
+    return await api_client(kubeconfig)
 
 
 class Cluster(Service):
