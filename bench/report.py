@@ -1,11 +1,13 @@
-"""`make report`: run every benchmark and the soak smoke run, write docs/performance.md.
+"""`make report`: run every benchmark and the soak smoke run, write docs/performance.md and
+the table of targets in README.md.
 
 Each program prints its rows as `report: {json}` lines (`akri.sim.report`); their other output
 is passed through so a person sees progress. The page records when and on what machine the
 numbers were taken (CPU count and load, since the machine may be shared), and a program that
 failed or printed no rows shows as such in the table; the command then exits 1.
 
-Run: `python bench/report.py [--output docs/performance.md] [--soak-seconds 60]`.
+Run: `python bench/report.py [--output docs/performance.md] [--readme README.md]
+[--soak-seconds 60]`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from akri.sim.report import Row, markdown, rows_in
+from akri.sim.report import Row, markdown, rows_in, with_targets
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -54,6 +56,13 @@ def run(source: str, command: list[str], env: dict[str, str] | None = None) -> O
     return Outcome(source, rows, time.monotonic() - began, exit_code)
 
 
+def taken(began: datetime, loads: tuple[str, str]) -> str:
+    return (
+        f"taken {began:%Y-%m-%d %H:%M} UTC on {os.cpu_count()} CPUs; load average "
+        f"(1, 5, 15 min) {loads[0]} at the start, {loads[1]} at the end"
+    )
+
+
 def page(outcomes: list[Outcome], began: datetime, loads: tuple[str, str]) -> str:
     runs = ", ".join(f"{o.source} {o.seconds:.0f} s" for o in outcomes)
     return "\n".join(
@@ -65,8 +74,7 @@ def page(outcomes: list[Outcome], began: datetime, loads: tuple[str, str]) -> st
             "are shown, never asserted:",
             "the tests check behaviour, these numbers measure it.",
             "",
-            f"- taken {began:%Y-%m-%d %H:%M} UTC on {os.cpu_count()} CPUs; load average "
-            f"(1, 5, 15 min) {loads[0]} at the start, {loads[1]} at the end",
+            f"- {taken(began, loads)}",
             f"- run times: {runs}",
             "",
             markdown((o.source, o.rows) for o in outcomes),
@@ -81,6 +89,7 @@ def load_average() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "performance.md")
+    parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
     parser.add_argument("--soak-seconds", type=int, default=60)
     args = parser.parse_args()
     began, start_load = datetime.now(UTC), load_average()
@@ -89,8 +98,15 @@ def main() -> int:
     ]
     soak = [sys.executable, "-m", "akri.sim.soak", "--seconds", str(args.soak_seconds)]
     outcomes.append(run("soak", soak))
-    args.output.write_text(page(outcomes, began, (start_load, load_average())))
-    print(f"wrote {args.output}")
+    loads = (start_load, load_average())
+    args.output.write_text(page(outcomes, began, loads))
+    targets = markdown(((o.source, o.rows) for o in outcomes), targets_only=True)
+    args.readme.write_text(
+        with_targets(
+            args.readme.read_text(), targets, f"Last `make report`: {taken(began, loads)}."
+        )
+    )
+    print(f"wrote {args.output} and the targets in {args.readme}")
     return 0 if all(o.exit_code == 0 for o in outcomes) else 1
 
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from akri.sim.report import Row, markdown, row_line, rows_in
+from akri.sim.report import (
+    TARGETS_BEGIN,
+    TARGETS_END,
+    Row,
+    markdown,
+    row_line,
+    rows_in,
+    with_targets,
+)
 
 
 def test_rows_printed_among_other_output_are_read_back_unchanged() -> None:
@@ -29,3 +37,31 @@ def test_the_table_names_each_row_by_its_program_and_escapes_cells() -> None:
         "| bench_x: p99 | 1 \\| 2 | t |  |",
         "| soak: violations | 0 |  |  |",
     ]
+
+
+def test_readme_gets_only_the_rows_held_to_a_target() -> None:
+    table = markdown(
+        [("bench_x", [Row("p99", "9 ms", "<= 25 ms: met", "ref"), Row("runs", "3")])],
+        targets_only=True,
+    )
+    assert table.splitlines() == [
+        "| metric | value | target |",
+        "| --- | --- | --- |",
+        "| bench_x: p99 | 9 ms | <= 25 ms: met |",
+    ]
+
+
+def test_the_targets_block_is_replaced_and_the_rest_of_readme_kept() -> None:
+    readme = f"# Title\n\nbefore\n{TARGETS_BEGIN}\nold numbers\n{TARGETS_END}\nafter\n"
+    written = with_targets(readme, "| new |\n", "taken today")
+    assert (
+        written
+        == f"# Title\n\nbefore\n{TARGETS_BEGIN}\ntaken today\n\n| new |\n{TARGETS_END}\nafter\n"
+    )
+    assert with_targets(written, "| new |\n", "taken today") == written
+
+
+@pytest.mark.parametrize("readme", ["no block", f"{TARGETS_END}\n{TARGETS_BEGIN}"])
+def test_a_readme_without_a_targets_block_is_an_error(readme: str) -> None:
+    with pytest.raises(ValueError, match=r"README has no .* block"):
+        with_targets(readme, "| new |\n", "taken today")
