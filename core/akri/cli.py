@@ -99,31 +99,40 @@ def _run_sim(args: argparse.Namespace) -> int:
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     # Imported here: the simulator pulls in aiohttp and grpc, which `akri crds` does not need.
     from akri.dra.mode import Mode
+    from akri.sim.chart import example_beside
     from akri.sim.cluster import node_names
-    from akri.sim.main import run
+    from akri.sim.main import pod_network, run
 
     try:
         nodes = node_names(args.nodes)
     except ValueError as error:
         print(f"akri sim: {error}", file=sys.stderr)
         return EXIT_USAGE
+    if args.chart is not None and args.bare:
+        print("akri sim: --chart installs akri, --bare runs no akri: choose one", file=sys.stderr)
+        return EXIT_USAGE
     # force: onvif-zeep-async configures the root logger (INFO) when it is imported.
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
     )
     try:
+        network = None if args.chart is None else pod_network(len(nodes), args.port)
+        manifests = list(args.apply)
+        if args.chart is not None and network is None:
+            manifests.append(example_beside(args.chart))
         return asyncio.run(
             run(
                 nodes,
                 port=args.port,
                 kubeconfig=args.kubeconfig.resolve(),
                 workdir=args.workdir,
-                manifests=args.apply,
+                manifests=manifests,
                 akri=not args.bare,
                 offline_grace=args.offline_grace,
                 mode=Mode(args.mode),
                 processes=args.workloads == "processes",
-                chart=args.chart,
+                chart=args.chart if network is not None else None,
+                network=network,
             )
         )
     except (OSError, ValueError, RuntimeError) as error:

@@ -8,6 +8,7 @@ no other pod uses, so one agent and one controller, each on its own telemetry po
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Final
 
 RELEASE: Final = "akri"
@@ -36,3 +37,9 @@ def values(*, offline_grace_s: float, shared_network: bool) -> dict[str, Any]:
     share the host's network need."""
     chosen = merged(EXAMPLE, {"agent": {"offlineGrace": f"{offline_grace_s:g}s"}})
     return merged(chosen, SHARED_NETWORK) if shared_network else chosen
+
+
+def example_beside(chart: Path) -> Path:
+    """The debugEcho example of the checkout holding `chart` (helm/akri): what runs instead of
+    the chart's own example where the chart's pods cannot run."""
+    return chart.resolve().parents[1] / "crds" / "examples" / "debugEcho.yaml"

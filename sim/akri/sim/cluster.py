@@ -35,13 +35,15 @@ from akri.kube.calls import call
 from akri.kube.connect import api_client
 from akri.service import Service
 from akri.sim.apiserver import ApiServer, errors
-from akri.sim.apiserver.tls import Pki
+from akri.sim.apiserver.tls import SERVICE_IP, Pki
 from akri.sim.host_paths import local_path, node_host_dirs
 from akri.sim.kubelet import Kubelet
 from akri.sim.kubelet.node import NodeBridge
 from akri.sim.kubelet.runtime.pod import NodeHost, RuntimeSettings
 from akri.sim.kubelet.runtime.processes import Processes
 from akri.sim.kubelet.runtime.spec import DEFAULT_SIM_IMAGE, SIM_IMAGE_ENV
+from akri.sim.podnet.addresses import API_SERVICE_PORT
+from akri.sim.podnet.cluster import ClusterNetwork
 from akri.sim.scheduler import Scheduler
 from akri.sim.workloads.controllers import DisruptionController, WorkloadControllers
 
@@ -134,6 +136,7 @@ class Cluster(Service):
         dra_api: bool = True,
         processes: RuntimeOptions | None = None,
         authorization: bool = False,
+        network: ClusterNetwork | None = None,
     ) -> None:
         """`agents` runs an akri agent on every node (with an embedded debugEcho whose
         availability file is `<workdir>/nodes/<node>/debug-echo-availability`); `controller`
@@ -143,15 +146,29 @@ class Cluster(Service):
         `processes`, containers of the project's image run as local processes (root and
         `unshare` needed), reaching the API server in-cluster over TLS. `authorization`: whether
         the API server authorizes requests by RBAC (the admin kubeconfig and the in-process
-        components may do anything either way)."""
+        components may do anything either way). `network`: the pod network this process has
+        entered (akri.sim.podnet.cluster.enter), for `processes`: pods that are not hostNetwork
+        get their own network namespace and address, and reach the API server at the
+        `kubernetes` Service's address; without it every pod shares this machine's network."""
         # grpc binds unix socket paths of up to 105 bytes: keep the work directory short.
         self._owned_workdir = workdir is None
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="akri-sim-", dir="/tmp"))
         self.kubeconfig = kubeconfig or self.workdir / "kubeconfig"
         self._processes = processes
         pki = Pki(self.workdir / "pki") if processes is not None else None
+        self.network = network
+        if network is not None and len(network.nodes) < len(nodes):
+            raise ValueError(f"the pod network has addresses for {len(network.nodes)} nodes")
+        in_cluster: dict[str, Any] = {}
+        if network is not None:
+            port = network.port
+            in_cluster = {
+                "secure_host": SERVICE_IP,
+                "secure_port": API_SERVICE_PORT,
+                "listeners": [network.listener],
+            }
         self.server = ApiServer(
-            host=host, port=port, dra=dra_api, pki=pki, authorization=authorization
+            host=host, port=port, dra=dra_api, pki=pki, authorization=authorization, **in_cluster
         )
         self.mode = mode
         self.nodes = {name: self._node(name) for name in nodes}
@@ -231,10 +248,13 @@ class Cluster(Service):
         options, pki = self._processes, self.server.pki
         if options is None or pki is None:
             return None
+        network = None
+        if self.network is not None:
+            network = self.network.nodes[list(self.nodes).index(node.name)]
         settings = RuntimeSettings(
             sim_image=options.image,
             bin_dir=Path(sys.executable).parent,
-            api_host="127.0.0.1",
+            api_host="127.0.0.1" if network is None else SERVICE_IP,
             api_port=self.server.secure_port,
             ca_file=pki.ca_file,
             token=options.token or self._service_account_token,
@@ -242,6 +262,8 @@ class Cluster(Service):
             backoff_max_s=options.backoff_max_s,
         )
         host = NodeHost(node.name, node.host_path, node.root / "pods")
+        if network is not None:
+            host = dataclasses.replace(host, host_ip=network.gateway, network=network)
         return Processes(settings, host, self._fetch)
 
     def _service_account_token(self, namespace: str, account: str) -> str:

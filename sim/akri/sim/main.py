@@ -22,6 +22,7 @@ from akri.sim.chart import values as chart_values
 from akri.sim.cluster import Cluster, RuntimeOptions
 from akri.sim.helm import HelmSession
 from akri.sim.manifests import apply_documents, load_documents
+from akri.sim.podnet.cluster import ClusterNetwork, Unavailable, enter
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +41,8 @@ def banner(cluster: Cluster, applied: Sequence[str]) -> str:
     lines += [
         "Try:",
         f"  export KUBECONFIG={kubeconfig}",
-        "  kubectl get nodes,pods -o wide",
-        "  kubectl get akric,akrii",
+        "  kubectl get nodes,pods -A -o wide",
+        "  kubectl get akric,akrii -A",
         f"  kubectl describe node {first.name}",
     ]
     if first.agent is not None:
@@ -67,14 +68,16 @@ async def run(
     mode: Mode = Mode.DEVICE_PLUGIN,
     processes: bool = False,
     chart: Path | None = None,
+    network: ClusterNetwork | None = None,
 ) -> int:
     """With `processes`, akri runs as a cluster runs it: an agent DaemonSet and a controller
     Deployment of the project's image, their pods real processes (see akri.sim.akri_pods).
-    With `chart`, that Helm chart is installed by the real Helm engine instead (akri.sim.chart
-    has its values), its pods real processes too."""
+    With `chart` and the pod `network` this process has entered (`pod_network`), that Helm
+    chart is installed by the real Helm engine instead (akri.sim.chart has its values), its
+    pods real processes, each with its own network."""
     documents = load_documents(manifests)  # fail on a bad file before starting anything
-    if chart is not None and len(nodes) > 1:
-        raise ValueError("--chart runs one node: its pods share this host's network")
+    if chart is not None and network is None:
+        raise ValueError("installing the chart needs the pod network")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -82,7 +85,7 @@ async def run(
     kubeconfig.parent.mkdir(parents=True, exist_ok=True)
     components: dict[str, Any] = {}
     if chart is not None:
-        components = {"processes": RuntimeOptions()}
+        components = {"processes": RuntimeOptions(), "network": network}
     elif processes:
         components = {"processes": RuntimeOptions()}
         if akri:
@@ -102,7 +105,8 @@ async def run(
     ) as cluster:
         applied = []
         if chart is not None:
-            values = chart_values(offline_grace_s=offline_grace, shared_network=True)
+            values = chart_values(offline_grace_s=offline_grace, shared_network=False)
+            values["mode"] = mode.value
             applied.append(await install_chart(cluster, chart, values))
         applied += await apply_documents(cluster.api_client(), documents)
         print(banner(cluster, applied), flush=True)
@@ -110,6 +114,22 @@ async def run(
         print("akri sim: stopping", file=sys.stderr, flush=True)
     await loop.shutdown_default_executor()
     return 0
+
+
+def pod_network(node_count: int, port: int) -> ClusterNetwork | None:
+    """Enter the cluster's pod network (before any thread starts); None, and one line on
+    stderr saying why, where this machine cannot make one."""
+    try:
+        return enter(node_count, port)
+    except Unavailable as why:
+        print(
+            f"akri sim: pods cannot get their own network here ({why}): running the akri "
+            "agents and controller inside the simulator, with the debugEcho example, instead "
+            "of installing the chart",
+            file=sys.stderr,
+            flush=True,
+        )
+        return None
 
 
 async def install_chart(cluster: Cluster, chart: Path, values: dict[str, Any]) -> str:

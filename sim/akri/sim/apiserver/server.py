@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Iterable
+import socket
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,15 +68,21 @@ class ApiServer(Service):
         pki: Pki | None = None,
         secure_port: int = 0,
         authorization: bool = False,
+        secure_host: str | None = None,
+        listeners: Sequence[socket.socket] = (),
     ) -> None:
         """`dra`: serve `resource.k8s.io/v1`, as Kubernetes >= 1.34 does by default. With
-        `pki` (created on start) the API is also served over TLS on `secure_port`, as pods reach
-        it in-cluster. `authorization`: authorize every request by the RBAC objects stored
-        (`authz`); the admin token of `kubeconfig()` may do anything either way."""
+        `pki` (created on start) the API is also served over TLS on `secure_host` (default:
+        `host`) and `secure_port`, as pods reach it in-cluster. `listeners`: bound sockets also
+        served as `host`:`port` is (e.g. the same port in another network namespace).
+        `authorization`: authorize every request by the RBAC objects stored (`authz`); the
+        admin token of `kubeconfig()` may do anything either way."""
         self._host = host
         self._port = port
         self.pki = pki
+        self._secure_host = secure_host or host
         self._secure_port = secure_port
+        self._listeners = list(listeners)
         self.secure_port = 0
 
         registry = Registry()
@@ -136,9 +143,13 @@ class ApiServer(Service):
         if self.pki is not None:
             self.pki.create()
             context = self.pki.server_context()
-            secure = web.TCPSite(self._runner, self._host, self._secure_port, ssl_context=context)
+            secure = web.TCPSite(
+                self._runner, self._secure_host, self._secure_port, ssl_context=context
+            )
             await secure.start()
             self.secure_port = self._runner.addresses[1][1]
+        for listener in self._listeners:
+            await web.SockSite(self._runner, listener).start()
         self._collector_task = asyncio.create_task(self._collector.run(), name="apiserver-gc")
 
     async def stop(self) -> None:

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from akri.sim.kubelet.runtime import probes, spec
+from akri.sim.podnet.addresses import NodeNetwork
+from akri.sim.podnet.sandbox import PARENT_DEATH, PodSandbox
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +68,8 @@ class NodeHost:
     host_path: spec.HostPath
     pods_dir: Path
     host_ip: str = "127.0.0.1"
+    network: NodeNetwork | None = None
+    """The node's share of the pod network; None: every pod shares this machine's network."""
 
 
 @dataclass
@@ -110,12 +114,19 @@ class PodRuntime:
         self._containers = [_Container(c) for c in (pod.get("spec") or {}).get("containers") or []]
         self._tasks: list[asyncio.Task[None]] = []
         self._started_at = _now()
-
-    @property
-    def pod_ip(self) -> str:
-        return self._node.host_ip
+        self._sandbox: PodSandbox | None = None
+        self._sandbox_made: asyncio.Task[None] | None = None
+        self.pod_ip = node.host_ip
+        network = node.network
+        if network is not None and not (pod.get("spec") or {}).get("hostNetwork"):
+            self.pod_ip = network.allocate()
+            self._sandbox = PodSandbox(network, self.pod_ip)
 
     def start(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox_made = asyncio.create_task(
+                self._sandbox.create(), name=f"sandbox-{self._pod['metadata']['name']}"
+            )
         for container in self._containers:
             self._tasks.append(
                 asyncio.create_task(
@@ -130,6 +141,13 @@ class PodRuntime:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
         await asyncio.gather(*(self._kill(c) for c in self._containers))
+        if self._sandbox is not None:
+            if self._sandbox_made is not None:
+                self._sandbox_made.cancel()
+                await asyncio.gather(self._sandbox_made, return_exceptions=True)
+            await self._sandbox.destroy()
+            self._sandbox.node.release(self.pod_ip)
+            self._sandbox = None
 
     # --- status ----------------------------------------------------------------------------
 
@@ -251,7 +269,10 @@ class PodRuntime:
                 lines.append(f"mount -o remount,bind,ro {target}")
         lines.append('exec "$@"')
         script = "\n".join(lines)
+        network = self._sandbox.enter if self._sandbox is not None else []
         return [
+            *PARENT_DEATH,
+            *network,
             "unshare",
             "--mount",
             "--propagation",
@@ -295,6 +316,15 @@ class PodRuntime:
             )
 
     async def _supervise(self, container: _Container) -> None:
+        if self._sandbox_made is not None:
+            try:
+                await asyncio.shield(self._sandbox_made)
+            except OSError as error:
+                log.error("pod %s has no network: %s", self._pod["metadata"]["name"], error)
+                message = f"failed to set up the pod's network: {error}"
+                container.state = {"waiting": {"reason": "ContainerCreating", "message": message}}
+                self._changed()
+                return
         policy = (self._pod.get("spec") or {}).get("restartPolicy", "Always")
         while True:
             try:
@@ -368,7 +398,7 @@ class PodRuntime:
 
         async def run(command: Sequence[str]) -> int:
             checker = await asyncio.create_subprocess_exec(
-                "nsenter", f"--target={process.pid}", "--mount", "--", *command,
+                "nsenter", f"--target={process.pid}", "--mount", "--net", "--", *command,
                 env=container.env,
                 stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
             )  # fmt: skip

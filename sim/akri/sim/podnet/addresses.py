@@ -1,0 +1,54 @@
+"""Addresses of the pod network (pure): each node's pod CIDR, gateway and pod addresses."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Final
+
+BRIDGE: Final = "cni0"
+CLUSTER_CIDR: Final = ipaddress.IPv4Network("10.244.0.0/16")
+NODE_PREFIX: Final = 24
+API_SERVICE_PORT: Final = 443
+"""The `kubernetes` Service's port; its address is the one the API server's certificate names."""
+MAX_NODES: Final = 2 ** (NODE_PREFIX - CLUSTER_CIDR.prefixlen)
+
+
+@dataclass
+class NodeNetwork:
+    """Node `index`'s share of the cluster CIDR: the `index`-th /24. Its first address is the
+    node's own on the bridge (the pods' gateway and the node's InternalIP); pods get the rest."""
+
+    index: int
+    _used: set[ipaddress.IPv4Address] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.index < MAX_NODES:
+            raise ValueError(f"the pod network has room for {MAX_NODES} nodes")
+
+    @property
+    def cidr(self) -> ipaddress.IPv4Network:
+        size = 2 ** (32 - NODE_PREFIX)
+        start = int(CLUSTER_CIDR.network_address) + self.index * size
+        return ipaddress.IPv4Network((start, NODE_PREFIX))
+
+    @property
+    def gateway(self) -> str:
+        return str(self.cidr.network_address + 1)
+
+    def allocate(self) -> str:
+        """A free pod address; RuntimeError when the node's CIDR is used up."""
+        for address in list(self.cidr.hosts())[1:]:
+            if address not in self._used:
+                self._used.add(address)
+                return str(address)
+        raise RuntimeError(f"no free pod address in {self.cidr}")
+
+    def release(self, address: str) -> None:
+        self._used.discard(ipaddress.IPv4Address(address))
+
+
+def veth_name(address: str) -> str:
+    """The bridge end of a pod's veth pair, unique per pod address (at most 15 characters)."""
+    packed = ipaddress.IPv4Address(address).packed
+    return f"veth{packed[2]:02x}{packed[3]:02x}"

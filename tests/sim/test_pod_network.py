@@ -1,0 +1,69 @@
+"""The pod network as `akri sim` makes it (akri.sim.podnet), in a child process: pods on two
+nodes reach each other and the API server's Service address, nothing of this machine's
+network changes, and nothing of it outlives the process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from akri.sim.podnet.cluster import TOOLS
+
+ROOT = Path(__file__).parents[2]
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or any(shutil.which(tool) is None for tool in TOOLS),
+    reason="needs root and " + ", ".join(TOOLS),
+)
+
+
+def links() -> list[str]:
+    listed = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=True)
+    return sorted(line.split(":")[1].strip().split("@")[0] for line in listed.stdout.splitlines())
+
+
+def namespaces_in_use() -> set[str]:
+    """The network namespaces some process of this machine is in."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                found.add(os.readlink(entry / "ns" / "net"))
+            except OSError:
+                continue  # gone meanwhile
+    return found
+
+
+def test_pods_reach_each_other_and_the_api_and_leave_nothing_behind() -> None:
+    before = links()
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.sim.podnet_probe"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["addresses"] == ["10.244.0.2", "10.244.1.2"]  # node-0's /24, node-1's /24
+    assert seen["links_with_pods"] == ["cni0", "lo", "veth0002", "veth0102"]
+    assert seen["pod_to_pod_across_nodes"]
+    assert seen["received"] == "hello"
+    assert seen["pod_to_api_service"]
+    assert seen["own_loopback_only"], "a pod's loopback is its own, not this machine's"
+    assert seen["links_after"] == ["cni0", "lo"], "destroyed sandboxes leave no veth"
+    assert links() == before, "this machine's network is untouched"
+    assert seen["netns"] != os.readlink("/proc/self/ns/net")
+    assert seen["netns"] not in namespaces_in_use(), "the cluster's namespace ended with it"
+    for pid in seen["pause"]:
+        assert not Path("/proc", pid).exists() or pid_is_not_pause(pid)
+
+
+def pid_is_not_pause(pid: str) -> bool:
+    """A reused pid is someone else's: not a pause process of ours."""
+    try:
+        return b"sleep\x00infinity" not in Path("/proc", pid, "cmdline").read_bytes()
+    except OSError:
+        return True
