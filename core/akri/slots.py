@@ -11,7 +11,8 @@ from __future__ import annotations
 import zlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
+from types import MappingProxyType
 
 from akri.naming import (
     SLOTS_FINALIZER,
@@ -19,6 +20,7 @@ from akri.naming import (
     cl_device_index,
     resource_name,
     slot_id,
+    slot_ids,
     slot_index,
 )
 
@@ -85,8 +87,12 @@ def _check_part(what: str, part: str) -> None:
         raise ValueError(f"{what} {part!r} cannot be written to deviceUsage")
 
 
+@lru_cache(maxsize=4096)
 def parse_usage(value: str) -> Holder:
-    """Read one `deviceUsage` value; never raises, whatever another writer left there."""
+    """Read one `deviceUsage` value; never raises, whatever another writer left there.
+
+    Holders are immutable, and every agent reads the same few values (its nodes' names) on
+    every change of every Instance: each is parsed once."""
     if not value:
         return FREE
     parts = value.split(":")
@@ -135,16 +141,20 @@ class Instance:
 
         Keys that are no slot id of this Instance are skipped: they cannot be granted or held.
         """
-        return {
-            i: parse_usage(value)
-            for key, value in self.usage.items()
-            if (i := slot_index(self.name, key)) is not None
-        }
+        known = _indices(self.name, self.capacity)
+        found: dict[int, Holder] = {}
+        for key, value in self.usage.items():
+            index = known.get(key)
+            if index is None:  # past capacity, or no slot of this Instance
+                index = slot_index(self.name, key)
+            if index is not None:
+                found[index] = parse_usage(value)
+        return found
 
     @cached_property
     def held(self) -> int:
         """Occupied slots at any index, corrupt ones included; new grants need `held < capacity`."""
-        return sum(holder != FREE for holder in self.slots.values())
+        return sum(not isinstance(holder, Free) for holder in self.slots.values())
 
     @cached_property
     def in_use(self) -> bool:
@@ -160,28 +170,27 @@ class Instance:
         """
         if self.terminating:
             return ()
-        free = [i for i in range(self.capacity) if self.slots.get(i, FREE) == FREE]
+        slots = self.slots
+        free = [i for i in range(self.capacity) if isinstance(slots.get(i, FREE), Free)]
         return tuple(free[: max(self.capacity - self.held, 0)])
 
     @cached_property
     def _held_by(self) -> dict[str, dict[int, Holding]]:
-        """Per node, what it holds here by slot index, lowest first: the agents of every node
-        ask on every change of the Instance, and only a few slots are held."""
-        found: dict[str, dict[int, Holding]] = {}
-        for index, holder in sorted(self.slots.items()):
-            match holder:
-                case NodeHolder(node):
-                    holding = Holding(resource_name(self.name), slot_id(self.name, index))
-                case ConfigurationHolder(vdev, node):
-                    holding = Holding(resource_name(self.configuration), vdev)
-                case _:
-                    continue
-            found.setdefault(node, {})[index] = holding
-        return found
+        """`held_by` of each node asked so far: the agent of every node asks on every change
+        of the Instance, each for its own node."""
+        return {}
 
     def held_by(self, node: str) -> Mapping[int, Holding]:
         """What `node` holds here, by slot index, lowest first (as the kubelet names it)."""
-        return self._held_by.get(node, {})
+        known = self._held_by.get(node)
+        if known is None:
+            mine = [i for i, h in self.slots.items() if getattr(h, "node", None) == node]
+            known = self._held_by[node] = {
+                index: holding
+                for index in sorted(mine)
+                if (holding := self.holding(index, node)) is not None
+            }
+        return known
 
     @cached_property
     def keys_follow_capacity(self) -> bool:
@@ -189,7 +198,7 @@ class Instance:
         slots held past it: nothing to add or drop when the capacity is as it is."""
         return (
             len(self.slots) == len(self.usage)
-            and all(i < self.capacity or h != FREE for i, h in self.slots.items())
+            and all(i < self.capacity or not isinstance(h, Free) for i, h in self.slots.items())
             and all(i in self.slots for i in range(self.capacity))
         )
 
@@ -247,13 +256,20 @@ def il_health(instance: Instance, node: str) -> dict[str, bool]:
     exceed capacity (held slots past a lowered capacity) is Unhealthy, not an admission error.
     Nothing of an Instance being deleted is Healthy: its held slots go to no new container.
     """
-    mine = NodeHolder(node)
-    grantable = set(instance.grantable)
-    return {
-        slot_id(instance.name, i): i in grantable
-        or (instance.slots.get(i) == mine and not instance.terminating)
-        for i in range(instance.capacity)
-    }
+    healthy = set(instance.grantable)
+    if not instance.terminating:
+        healthy.update(
+            i for i in instance.held_by(node) if isinstance(instance.slots[i], NodeHolder)
+        )
+    ids = _indices(instance.name, instance.capacity)
+    return {slot: i in healthy for slot, i in ids.items()}
+
+
+@lru_cache(maxsize=2048)
+def _indices(instance: str, capacity: int) -> Mapping[str, int]:
+    """Slot id -> index, in order, below capacity: every change of an Instance is read (its
+    `deviceUsage` keys) and listed (ListAndWatch) again."""
+    return MappingProxyType({slot: i for i, slot in enumerate(slot_ids(instance, capacity))})
 
 
 def allocate_il(instance: Instance, node: str, slots: Iterable[str]) -> Instance:
