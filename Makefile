@@ -29,8 +29,10 @@ $(CHART_TOOLS): $(STAMP) Makefile
 
 install: $(STAMP) $(CHART_TOOLS)
 
-sim: $(STAMP)
-	$(BIN)/akri sim --nodes 2 --apply crds/examples/debugEcho.yaml
+# The chart installed by the real Helm engine, its pods real processes each with its own network
+# (root needed; elsewhere akri runs inside the simulator with crds/examples/debugEcho.yaml).
+sim: $(STAMP) $(CHART_TOOLS)
+	$(BIN)/akri sim --nodes 2 --chart helm/akri
 
 test: lint types imports pytest
 

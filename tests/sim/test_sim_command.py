@@ -14,6 +14,7 @@ import pytest
 from tests.support import eventually
 
 EXAMPLE = Path(__file__).parents[2] / "crds" / "examples" / "debugEcho.yaml"
+CHART = Path(__file__).parents[2] / "helm" / "akri"
 needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 
 
@@ -31,6 +32,25 @@ async def kubectl(kubeconfig: Path, *args: str) -> tuple[int, str]:
     )  # fmt: skip
     output, _ = await process.communicate()
     return process.returncode or 0, output.decode()
+
+
+async def stopped(sim: asyncio.subprocess.Process) -> str:
+    """Ctrl-C (unless it ended already); its stderr, once it exited with 0."""
+    if sim.returncode is None:
+        sim.send_signal(signal.SIGINT)
+    _, errors = await asyncio.wait_for(sim.communicate(), 60)
+    assert sim.returncode == 0, errors.decode()
+    return errors.decode()
+
+
+async def pods_running(kubeconfig: Path, count: int, what: str) -> None:
+    """Until kubectl lists `count` Running pods in the default namespace."""
+
+    async def listed() -> bool:
+        code, output = await kubectl(kubeconfig, "get", "pods", "--no-headers")
+        return code == 0 and output.count(" Running ") == count
+
+    await eventually(listed, what, deadline_s=60)
 
 
 @needs_kubectl
@@ -57,18 +77,11 @@ async def test_sim_serves_kubectl_and_stops_quietly_on_ctrl_c(socket_dir: Path) 
         assert code == 0
         assert "akri-debug-echo-foo" in output
 
-        async def plugins_serve() -> bool:
-            code, output = await kubectl(kubeconfig, "get", "pods", "--no-headers")
-            return code == 0 and output.count(" Running ") == 4
-
-        await eventually(plugins_serve, "four brokers Running", deadline_s=60)
+        await pods_running(kubeconfig, 4, "four brokers Running")
     finally:
-        if sim.returncode is None:
-            sim.send_signal(signal.SIGINT)
-        _, errors = await asyncio.wait_for(sim.communicate(), 60)
-    assert sim.returncode == 0, errors.decode()
+        errors = await stopped(sim)
     # Issue 16: every ListAndWatch used to end with a warning ("Cancelling all calls").
-    assert errors.decode().split("akri sim: stopping\n")[1] == ""
+    assert errors.split("akri sim: stopping\n")[1] == ""
 
 
 async def test_bad_node_list_is_a_usage_error() -> None:
@@ -132,3 +145,29 @@ def _processes_under(directory: Path) -> list[str]:
             if str(directory) in mounts:
                 found.append(proc.name)
     return found
+
+
+@needs_kubectl
+async def test_without_root_the_chart_gives_way_to_akri_in_process(socket_dir: Path) -> None:
+    """Where pods cannot get a network (here: not root), `--chart` says why in one line and the
+    agents and controller run inside the simulator with the debugEcho example."""
+    os.chmod(socket_dir, 0o777)  # the simulator writes there as nobody
+    kubeconfig = socket_dir / "kubeconfig"
+    as_nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
+    sim = await asyncio.create_subprocess_exec(
+        *(as_nobody if os.geteuid() == 0 else []),
+        sys.executable, "-m", "akri.cli", "sim", "--nodes", "1", "--chart", str(CHART),
+        "--kubeconfig", str(kubeconfig), "--workdir", str(socket_dir / "w"),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        cwd=Path(__file__).parents[2], env={**os.environ, "HOME": str(socket_dir)},
+    )  # fmt: skip
+    try:
+        assert sim.stdout is not None
+        banner = await asyncio.wait_for(sim.stdout.readuntil(b"Stop with Ctrl-C."), 60)
+        assert b"applied     configuration/akri-debug-echo-foo" in banner
+
+        await pods_running(kubeconfig, 2, "two brokers of the in-process akri")
+    finally:
+        errors = await stopped(sim)
+    (why,) = [line for line in errors.splitlines() if "own network" in line]
+    assert why.startswith("akri sim: pods cannot get their own network here (not root): ")

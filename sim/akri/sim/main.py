@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from akri.controller.context import Tuning
+from akri.discovery_handlers.debug_echo import DEFAULT_AVAILABILITY_FILE
 from akri.dra.mode import Mode
 from akri.durations import OFFLINE_GRACE_S
 from akri.sim.akri_pods import akri_workloads
@@ -45,10 +46,15 @@ def banner(cluster: Cluster, applied: Sequence[str]) -> str:
         "  kubectl get akric,akrii -A",
         f"  kubectl describe node {first.name}",
     ]
+    where = None
     if first.agent is not None:
-        availability = first.debug_echo_file
+        where = (first.debug_echo_file, f"on {first.name}")
+    elif cluster.network is not None:  # the chart's agents: their embedded debugEcho's file
+        where = (DEFAULT_AVAILABILITY_FILE, "on every node")
+    if where is not None:
+        availability, nodes_seeing = where
         lines += [
-            f"  echo foo0 > {availability}   # debugEcho foo0 offline on {first.name}",
+            f"  echo foo0 > {availability}   # debugEcho foo0 offline {nodes_seeing}",
             f"  rm {availability}             # and back",
             f"  akri-discovery-handler mdns --registration-dir {first.discovery_handlers_dir}",
         ]
