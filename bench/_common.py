@@ -21,9 +21,10 @@ import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
+import grpc
 from kubernetes_asyncio import client
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
@@ -31,11 +32,16 @@ from prometheus_client.parser import text_string_to_metric_families
 from akri import naming
 from akri.agent.settings import AgentSettings
 from akri.api import Instance, crd_definitions
+from akri.proto.deviceplugin.v1beta1.api_pb2 import DevicePluginOptions, Empty
+from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import DevicePluginStub
 from akri.sim.apiserver import ApiServer
 from akri.sim.apiserver.faults import FaultRule
 from akri.sim.kubelet import Kubelet
 from akri.sim.manifests import debug_echo_configuration
 from akri.sim.report import Row, row_line
+
+if TYPE_CHECKING:
+    from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import DevicePluginAsyncStub
 
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete")
 WRITES = ("create", "update", "patch", "delete")
@@ -316,7 +322,8 @@ class AgentProcess:
         self._metrics = f"http://127.0.0.1:{metrics_port}/metrics"
 
     @classmethod
-    async def spawn(cls, root: Path, kubeconfig: Path, node: str) -> AgentProcess:
+    async def spawn(cls, root: Path, kubeconfig: Path, node: str, **extra: str) -> AgentProcess:
+        """`extra` adds or overrides settings, e.g. RECLAIM_GRACE="3600"."""
         settings = agent_settings(root, node)
         port = free_port()
         environment = {
@@ -329,6 +336,7 @@ class AgentProcess:
             "DEBUG_ECHO_AVAILABILITY_FILE": str(root / "availability"),
             "METRICS_PORT": str(port),
             "LOG_LEVEL": "WARNING",
+            **extra,
         }
         process = await asyncio.create_subprocess_exec(
             sys.executable,
@@ -359,6 +367,9 @@ class AgentProcess:
             allocate_sum=value("akri_allocation_latency_seconds_sum", level="instance"),
             allocate_count=value("akri_allocation_latency_seconds_count", level="instance"),
             rss=rss_kb(self.pid),
+            conflicts=value("akri_slot_conflict_retries_total"),
+            batches=value("akri_allocate_batches_total"),
+            cpu=cpu_seconds(self.pid),
         )
 
     async def stop(self) -> None:
@@ -380,6 +391,12 @@ class Stats:
     allocate_count: float
     """Seconds spent in instance-level Allocates, and how many."""
     rss: dict[str, int]
+    conflicts: float
+    """Writes that met a 409 and were decided again."""
+    batches: float
+    """Batches of Allocates decided (group commit)."""
+    cpu: float
+    """CPU seconds of the process so far."""
 
 
 IMPORT_COST = """
@@ -408,3 +425,53 @@ def plugin_socket(directory: Path, resource: str) -> Path:
     if len(found) != 1:
         raise RuntimeError(f"expected one socket of {resource} in {directory}, found {found}")
     return found[0]
+
+
+CALL_TIMEOUT_S = 10.0
+"""Longest wait for one gRPC call of a floor measurement (a stuck run, not a verdict)."""
+
+
+async def answer_options(
+    request: Empty, context: grpc.aio.ServicerContext[Any, Any]
+) -> DevicePluginOptions:
+    return DevicePluginOptions()
+
+
+def echo_handler() -> grpc.GenericRpcHandler:
+    """The least a device-plugin server can do: answer GetDevicePluginOptions."""
+    method = grpc.unary_unary_rpc_method_handler(
+        answer_options,
+        request_deserializer=Empty.FromString,
+        response_serializer=DevicePluginOptions.SerializeToString,
+    )
+    return grpc.method_handlers_generic_handler(
+        "v1beta1.DevicePlugin", {"GetDevicePluginOptions": method}
+    )
+
+
+async def round_trips(stub: DevicePluginAsyncStub, calls: int, warmup: int = 20) -> list[float]:
+    """Seconds of each of `calls` GetDevicePluginOptions, after `warmup` unmeasured ones."""
+    for _ in range(warmup):
+        await stub.GetDevicePluginOptions(Empty(), timeout=CALL_TIMEOUT_S)
+    samples = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        await stub.GetDevicePluginOptions(Empty(), timeout=CALL_TIMEOUT_S)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+async def bare_round_trips(root: Path, calls: int) -> list[float]:
+    """The floor of any plugin call: a grpc.aio unary round trip over a unix socket to a
+    server that does nothing, in this process."""
+    path = root / "echo.sock"
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers((echo_handler(),))
+    server.add_insecure_port(f"unix://{path}")
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(f"unix://{path}") as channel:
+            stub: DevicePluginAsyncStub = DevicePluginStub(channel)
+            return await round_trips(stub, calls)
+    finally:
+        await server.stop(grace=None)

@@ -36,6 +36,7 @@ from _common import (
     agent_settings,
     allocate_seconds,
     api_server,
+    bare_round_trips,
     create_configuration,
     finish,
     kubelet_for,
@@ -44,6 +45,7 @@ from _common import (
     plugin_socket,
     quiet_grpc,
     quiet_logs,
+    round_trips,
     verdict,
 )
 
@@ -53,8 +55,6 @@ from akri.discovery_handlers.debug_echo import DebugEcho
 from akri.proto.deviceplugin.v1beta1.api_pb2 import (
     AllocateRequest,
     ContainerAllocateRequest,
-    DevicePluginOptions,
-    Empty,
 )
 from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import DevicePluginStub
 from akri.sim.cluster import load_client
@@ -71,24 +71,6 @@ WAIT_S = 10.0
 """Longest wait for one step before the run is reported as stuck (not a timing verdict)."""
 
 Rows = list[tuple[str, str]]
-
-
-async def options(
-    request: Empty, context: grpc.aio.ServicerContext[Any, Any]
-) -> DevicePluginOptions:
-    return DevicePluginOptions()
-
-
-def echo_handler() -> grpc.GenericRpcHandler:
-    """The least a device-plugin server can do: answer GetDevicePluginOptions."""
-    method = grpc.unary_unary_rpc_method_handler(
-        options,
-        request_deserializer=Empty.FromString,
-        response_serializer=DevicePluginOptions.SerializeToString,
-    )
-    return grpc.method_handlers_generic_handler(
-        "v1beta1.DevicePlugin", {"GetDevicePluginOptions": method}
-    )
 
 
 @contextlib.asynccontextmanager
@@ -158,31 +140,6 @@ async def bench_appearance(root: Path, kubeconfig: Path, appearances: int) -> Ro
             f"{verdict(p99 <= APPEAR_P99_TARGET_S)}",
         ),
     ]
-
-
-async def round_trips(stub: DevicePluginAsyncStub, calls: int, warmup: int = 20) -> list[float]:
-    for _ in range(warmup):
-        await stub.GetDevicePluginOptions(Empty(), timeout=WAIT_S)
-    samples = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        await stub.GetDevicePluginOptions(Empty(), timeout=WAIT_S)
-        samples.append(time.perf_counter() - started)
-    return samples
-
-
-async def bare_round_trips(root: Path, calls: int) -> list[float]:
-    socket = root / "echo.sock"
-    server = grpc.aio.server()
-    server.add_generic_rpc_handlers((echo_handler(),))
-    server.add_insecure_port(f"unix://{socket}")
-    await server.start()
-    try:
-        async with grpc.aio.insecure_channel(f"unix://{socket}") as channel:
-            stub: DevicePluginAsyncStub = DevicePluginStub(channel)
-            return await round_trips(stub, calls)
-    finally:
-        await server.stop(grace=None)
 
 
 def slots_in_order(instances: Sequence[str], capacity: int) -> list[tuple[str, str]]:

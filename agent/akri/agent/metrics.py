@@ -35,6 +35,11 @@ SLOT_CONFLICT_RETRIES = Counter(
     "akri_slot_conflict_retries",
     "Instance writes that met a newer resourceVersion (409) and were decided again",
 )
+ALLOCATE_BATCHES = Counter(
+    "akri_allocate_batches",
+    "Batches of this node's Allocates decided together (each written as one guarded write "
+    "per Instance)",
+)
 SLOTS_RECLAIMED = Counter(
     "akri_slots_reclaimed",
     "Slots freed because no container on this node used them for the grace period",

@@ -24,6 +24,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from akri import slots
+from akri.agent import metrics
 from akri.agent.instances import InstanceCache
 from akri.agent.plugins.allocations import Allocations
 from akri.api import Instance
@@ -153,6 +154,7 @@ class GroupCommit:
                 if not batch:
                     continue
                 self.batches += 1
+                metrics.ALLOCATE_BATCHES.inc()
                 try:
                     async with asyncio.timeout(self._write_timeout):
                         await self._commit(batch)
