@@ -135,14 +135,23 @@ async def test_make_sim_runs_the_charts_pods_on_two_nodes_and_leaves_nothing(
         controllers = [p for p in pods if p["metadata"]["labels"].get(component) == "controller"]
         assert sorted(p["spec"]["nodeName"] for p in agents) == ["node-0", "node-1"]
         assert len(controllers) == 2, "the chart's default replicas"
-        for pod in agents + controllers:
+        for pod in pods:  # brokers too: their nginx runs without a process, in its network
             node = int(pod["spec"]["nodeName"].split("-")[1])
             address = ipaddress.IPv4Address(pod["status"]["podIP"])
             assert address in ipaddress.IPv4Network(f"10.244.{node}.0/24"), pod["status"]
             assert pod["status"]["hostIP"] == f"10.244.{node}.1"
             assert pod["status"]["podIPs"] == [{"ip": str(address)}]
-        addresses = [p["status"]["podIP"] for p in agents + controllers]
-        assert len(set(addresses)) == 4, "each pod its own address"
+        addresses = {p["status"]["podIP"] for p in pods}
+        assert len(addresses) == len(pods) == 8, "each pod its own address"
+        for found in await items(kubectl, "nodes"):
+            index = found["metadata"]["name"].split("-")[1]
+            assert found["spec"]["podCIDR"] == f"10.244.{index}.0/24"
+            internal = [a for a in found["status"]["addresses"] if a["type"] == "InternalIP"]
+            assert internal == [{"type": "InternalIP", "address": f"10.244.{index}.1"}]
+        api = json.loads(
+            await kubectl("get", "service", "kubernetes", "-n", "default", "-o", "json")
+        )
+        assert api["spec"]["clusterIP"] == "10.96.0.1", "where the pods' in-cluster config goes"
 
         (lease,) = await items(kubectl, "leases")
         holder = lease["spec"]["holderIdentity"]
@@ -175,7 +184,7 @@ async def test_make_sim_runs_the_charts_pods_on_two_nodes_and_leaves_nothing(
 
         processes = descendants(sim.pid)
         namespaces = network_namespaces(list(processes)) | network_namespaces([sim.pid])
-        assert len(namespaces) >= 1 + 4, "the simulator's own and one per pod"
+        assert len(namespaces) >= 1 + 8, "the simulator's own and one per pod"
         assert os.readlink("/proc/self/ns/net") not in namespaces
     finally:
         if sim.returncode is None:

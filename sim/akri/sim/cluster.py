@@ -210,6 +210,8 @@ class Cluster(Service):
         self.server.write_kubeconfig(self.kubeconfig)
         await self.server.apply_definitions(crd_definitions())
         self._client = await load_client(self.kubeconfig)
+        if self.network is not None:
+            await self._publish_api_service()
         bridges = {}
         for node in self.nodes.values():
             await node.kubelet.start()
@@ -225,6 +227,19 @@ class Cluster(Service):
         if self._controller is not None:
             tuning = dataclasses.replace(self._controller, mode=self.mode)
             self._spawn(Controller(self._client, tuning).run(), "controller")
+
+    async def _publish_api_service(self) -> None:
+        """The `kubernetes` Service at the address pods reach the API server on, as
+        kube-apiserver keeps it."""
+        port = {"name": "https", "port": API_SERVICE_PORT, "targetPort": API_SERVICE_PORT}
+        body = {
+            "metadata": {
+                "name": "kubernetes",
+                "labels": {"component": "apiserver", "provider": "kubernetes"},
+            },
+            "spec": {"clusterIP": SERVICE_IP, "ports": [port]},
+        }
+        await call(client.CoreV1Api(self.api_client()).create_namespaced_service, "default", body)
 
     def start_agent(self, name: str) -> Agent:
         """Run a new akri agent on node `name` (after `stop_agent`, its restart)."""

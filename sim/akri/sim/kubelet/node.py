@@ -121,6 +121,9 @@ class NodeBridge:
         """Create the Node (an existing one is adopted), retrying until the API answers."""
         labels = {"kubernetes.io/hostname": self._node, "kubernetes.io/os": "linux"}
         body = client.V1Node(metadata=client.V1ObjectMeta(name=self._node, labels=labels))
+        network = self._processes.node.network if self._processes is not None else None
+        if network is not None:  # the pod CIDR a node IPAM controller would have given it
+            body.spec = client.V1NodeSpec(pod_cidr=str(network.cidr), pod_cidrs=[str(network.cidr)])
         backoff = Backoff()
         while True:
             try:
@@ -222,7 +225,12 @@ class NodeBridge:
         resources = self._kubelet.resources()
         dropped = self._published - resources.keys()
         status = objects.node_status(
-            resources, dropped, ready=ready, heartbeat=_now(), transition=self._transition
+            resources,
+            dropped,
+            ready=ready,
+            heartbeat=_now(),
+            transition=self._transition,
+            addresses=self._addresses(),
         )
         if not heartbeat and _without_heartbeat(status) == _without_heartbeat(self._last_status):
             return
@@ -233,6 +241,16 @@ class NodeBridge:
             return
         self._last_status = status
         self._published |= resources.keys()
+
+    def _addresses(self) -> list[dict[str, str]]:
+        """The node's InternalIP on the pod network's bridge, and its hostname; none without."""
+        host = self._processes.node if self._processes is not None else None
+        if host is None or host.network is None:
+            return []
+        return [
+            {"type": "InternalIP", "address": host.host_ip},
+            {"type": "Hostname", "address": self._node},
+        ]
 
     # --- Pods ------------------------------------------------------------------------------
 

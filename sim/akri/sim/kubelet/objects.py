@@ -7,7 +7,7 @@ Node status and Pod status documents, as a kubelet would write them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from google.protobuf.json_format import MessageToDict
@@ -106,8 +106,10 @@ def node_status(
     ready: bool,
     heartbeat: str,
     transition: str,
+    addresses: Sequence[Mapping[str, str]] = (),
 ) -> dict[str, Any]:
-    """Capacity and allocatable with every device resource; dropped ones read 0, as upstream."""
+    """Capacity and allocatable with every device resource; dropped ones read 0, as upstream;
+    the node's `addresses` when it has any (InternalIP, Hostname)."""
     zero = dict.fromkeys(dropped, "0")
     capacity = {name: str(status.capacity) for name, status in resources.items()}
     allocatable = {name: str(status.allocatable) for name, status in resources.items()}
@@ -121,8 +123,11 @@ def node_status(
         "lastHeartbeatTime": heartbeat,
         "lastTransitionTime": transition,
     }
-    return {
+    status = {
         "capacity": {**NODE_BASE_RESOURCES, **zero, **capacity},
         "allocatable": {**NODE_BASE_RESOURCES, **zero, **allocatable},
         "conditions": [condition],
     }
+    if addresses:
+        status["addresses"] = [dict(address) for address in addresses]
+    return status

@@ -75,6 +75,8 @@ class NodeHost:
 @dataclass
 class _Container:
     spec: Object
+    has_process: bool = True
+    """False for another image's container: it runs without a process (see `_idle`)."""
     restart_count: int = 0
     state: JSON = field(default_factory=lambda: {"waiting": {"reason": "ContainerCreating"}})
     last_state: JSON = field(default_factory=dict)
@@ -111,7 +113,10 @@ class PodRuntime:
         self._changed = changed
         meta = pod["metadata"]
         self.directory = node.pods_dir / f"{meta['namespace']}_{meta['name']}_{meta['uid']}"
-        self._containers = [_Container(c) for c in (pod.get("spec") or {}).get("containers") or []]
+        self._containers = [
+            _Container(c, spec.runs_as_process(str(c.get("image", "")), settings.sim_image))
+            for c in (pod.get("spec") or {}).get("containers") or []
+        ]
         self._tasks: list[asyncio.Task[None]] = []
         self._started_at = _now()
         self._sandbox: PodSandbox | None = None
@@ -325,6 +330,9 @@ class PodRuntime:
                 container.state = {"waiting": {"reason": "ContainerCreating", "message": message}}
                 self._changed()
                 return
+        if not container.has_process:
+            await self._idle(container)
+            return
         policy = (self._pod.get("spec") or {}).get("restartPolicy", "Always")
         while True:
             try:
@@ -353,6 +361,14 @@ class PodRuntime:
             }
             self._changed()
             await asyncio.sleep(delay)
+
+    async def _idle(self, container: _Container) -> None:
+        """A container of an image the simulator cannot run: Running and ready, no process,
+        until the pod stops (its pod still has its network, as a runtime's sandbox would)."""
+        container.state = {"running": {"startedAt": _now()}}
+        container.started = container.ready = True
+        self._changed()
+        await asyncio.get_running_loop().create_future()
 
     def _backoff(self, restarts: int) -> float:
         """The first restart is immediate; then the initial back-off, doubling up to the cap."""

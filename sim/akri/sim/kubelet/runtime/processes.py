@@ -10,7 +10,7 @@ from akri.sim.kubelet.runtime.spec import runs_as_process
 
 
 class Processes:
-    """Pods whose containers are all of the project's image run as processes on this node."""
+    """Pods whose containers are of the project's image run as processes on this node."""
 
     def __init__(self, settings: RuntimeSettings, node: NodeHost, fetch: Fetch) -> None:
         self.settings = settings
@@ -18,9 +18,15 @@ class Processes:
         self._fetch = fetch
 
     def wants(self, pod: Mapping[str, Any]) -> bool:
+        """Pods all of whose containers are of the image; with a pod network, every pod: those
+        of other images get their network, their containers run without a process."""
         containers = (pod.get("spec") or {}).get("containers") or []
-        return bool(containers) and all(
-            runs_as_process(str(c.get("image", "")), self.settings.sim_image) for c in containers
+        return bool(containers) and (
+            self.node.network is not None
+            or all(
+                runs_as_process(str(c.get("image", "")), self.settings.sim_image)
+                for c in containers
+            )
         )
 
     def runtime(
