@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import copy
 import json
 from collections import deque
 from collections.abc import Callable
@@ -22,7 +21,7 @@ from akri.sim.apiserver import cel_rules, crd, errors, metadata, patching, schem
 from akri.sim.apiserver.core_kinds import CRD_GROUP
 from akri.sim.apiserver.resources import Registry, ResourceType
 from akri.sim.apiserver.selectors import FieldSelector, LabelSelector
-from akri.sim.apiserver.store import Store
+from akri.sim.apiserver.store import Store, copy_json
 from akri.sim.apiserver.watchcache import ADDED, DELETED, MODIFIED, Subscription, WatchEvent
 
 JSON = dict[str, Any]
@@ -187,7 +186,7 @@ class Operations:
         if resource.has_status and resource.status_on_create is not None:
             obj.pop("status", None)
             if resource.status_on_create:
-                obj["status"] = copy.deepcopy(resource.status_on_create)
+                obj["status"] = copy_json(resource.status_on_create)
         if resource.prepare_create is not None:
             resource.prepare_create(obj)
         if resource.normalize is not None:
@@ -252,7 +251,7 @@ class Operations:
     def apply_patch(
         self, resource: ResourceType, current: JSON, content_type: str, body: Any
     ) -> Any:
-        target = self.present(resource, copy.deepcopy(current))
+        target = self.present(resource, copy_json(current))
         if content_type == patching.JSON_PATCH:
             return patching.json_patch(target, body)
         if content_type == patching.MERGE_PATCH or (
@@ -313,7 +312,7 @@ class Operations:
 
     def finalize(self, resource: ResourceType, obj: JSON, finalizer: str) -> None:
         """Drop one finalizer (as its owner would); removes the object if none remain."""
-        updated = copy.deepcopy(obj)
+        updated = copy_json(obj)
         remaining = [f for f in updated["metadata"].get("finalizers") or [] if f != finalizer]
         updated["metadata"]["finalizers"] = remaining
         self._commit(resource, obj, updated, "", False)
@@ -321,7 +320,7 @@ class Operations:
     def finish_namespace(self, namespace: JSON) -> None:
         """The namespace controller's last step: an emptied namespace is removed."""
         resource = self.kind("", "v1", "namespaces")
-        updated = copy.deepcopy(namespace)
+        updated = copy_json(namespace)
         updated["spec"]["finalizers"] = []
         self._commit(resource, namespace, updated, "finalize", False)
 
@@ -364,7 +363,7 @@ class Operations:
     ) -> JSON:
         if not isinstance(body, dict):
             raise errors.bad_request("the request body must be a JSON object")
-        obj = copy.deepcopy(body)
+        obj = copy_json(body)
         if obj.get("kind") not in (None, "", resource.kind):
             raise errors.bad_request(
                 f"the kind in the data ({obj['kind']}) does not match the expected kind "
@@ -452,7 +451,7 @@ class Operations:
         """Turn a proposed new state into the stored one; a no-op writes nothing."""
         old_meta = current["metadata"]
         if subresource == "status":
-            proposed, obj = obj, copy.deepcopy(current)
+            proposed, obj = obj, copy_json(current)
             obj.pop("status", None)
             if "status" in proposed:
                 obj["status"] = proposed["status"]
@@ -461,7 +460,7 @@ class Operations:
         elif resource.has_status:
             obj.pop("status", None)
             if "status" in current:
-                obj["status"] = copy.deepcopy(current["status"])
+                obj["status"] = copy_json(current["status"])
         if resource.normalize is not None:
             resource.normalize(obj)
         meta = obj["metadata"]

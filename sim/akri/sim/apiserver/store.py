@@ -7,9 +7,9 @@ returns a private copy for callers that build the next version of an object.
 
 from __future__ import annotations
 
-import copy
+import pickle
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from akri.sim.apiserver.watchcache import ADDED, DELETED, MODIFIED, WatchEvent, WatchHub
 
@@ -18,6 +18,17 @@ Key = tuple[str, str]  # (group, plural)
 Listener = Callable[[Key, WatchEvent], None]
 
 DEFAULT_HISTORY = 1000
+
+Value = TypeVar("Value")
+
+
+def copy_json(value: Value) -> Value:
+    """A private deep copy of a JSON value (dicts, lists, strings, numbers, booleans, None).
+
+    Every read-modify-write copies the stored object; a pickle round trip copies such data
+    exactly, and a few times faster than copy.deepcopy."""
+    copied: Value = pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+    return copied
 
 
 def identity(obj: JSON) -> tuple[str, str]:
@@ -64,7 +75,7 @@ class Store:
     def get(self, key: Key, namespace: str, name: str) -> JSON | None:
         """A private copy the caller may change."""
         found = self.peek(key, namespace, name)
-        return copy.deepcopy(found) if found is not None else None
+        return copy_json(found) if found is not None else None
 
     def objects(self, key: Key, namespace: str | None = None) -> list[JSON]:
         """Stored objects (read-only) sorted by namespace and name."""
@@ -98,7 +109,7 @@ class Store:
         """Remove an object; its DELETED event shows `final` (default: the stored state)."""
         removed = self._objects[key].pop((namespace, name))
         self._uids.pop(removed["metadata"].get("uid", ""), None)
-        final = self._stamp(copy.deepcopy(final if final is not None else removed))
+        final = self._stamp(copy_json(final if final is not None else removed))
         self._publish(key, WatchEvent(DELETED, final, self._revision))
         return final
 

@@ -137,13 +137,7 @@ class DeviceManager:
         entry = self._resources.get(resource)
         if entry is None or entry.plugin is not endpoint:
             return  # a replaced endpoint's last words
-        devices = {
-            device.ID: DeviceInfo(
-                healthy=device.health == HEALTHY,
-                numa_nodes=tuple(node.ID for node in device.topology.nodes),
-            )
-            for device in listed
-        }
+        devices = {device.ID: _device_info(device) for device in listed}
         self._checkpointed.add(resource)  # the kubelet checkpoints on every list it receives
         if entry.devices.replace(devices):
             self._on_change()
@@ -189,3 +183,14 @@ def _status(entry: _Resource) -> ResourceStatus:
         unhealthy_ids=entry.devices.unhealthy_ids,
         registered=not entry.plugin.stopped,
     )
+
+
+_UNPLACED = {healthy: DeviceInfo(healthy) for healthy in (True, False)}
+"""DeviceInfo is immutable: devices without a NUMA placement (most) share one of these."""
+
+
+def _device_info(device: Device) -> DeviceInfo:
+    healthy = device.health == HEALTHY
+    if not device.HasField("topology"):
+        return _UNPLACED[healthy]
+    return DeviceInfo(healthy, tuple(node.ID for node in device.topology.nodes))
