@@ -8,6 +8,8 @@ reclaimer's own loop end to end.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -16,6 +18,7 @@ from akri import naming
 from akri.agent.plugins import Reclaimer
 from akri.agent.plugins.reclaim import Round
 from akri.kube.guarded import HTTP_NOT_FOUND
+from akri.sim.apiserver import ApiServer
 from akri.sim.kubelet import AdmittedPod, Container
 from akri.slots import Holding
 from tests.agent.conftest import (
@@ -138,6 +141,46 @@ async def test_a_granted_slot_the_kubelet_has_not_reported_yet_is_kept_for_the_g
     assert (await cluster.usage(instance))[slot] == "node-a"
     clock.now += GRACE_S
     assert (await rounds.reclaim()).freed == [Holding(il, slot)]
+
+
+async def stale_slot(
+    cluster: Cluster, start_node: StartNode, clock: Clock
+) -> tuple[str, AgentNode, Reclaimer, Holding]:
+    """A node whose reclaimer frees an instance-level slot at its next round."""
+    instance, (node,) = await setup(cluster, start_node, clock, "node-a")
+    il, pod, slot = await use_il(node, instance)
+    rounds = reclaimer(node, clock)
+    clock.now += 2 * GRACE_S  # past the grace of the Allocate itself
+    assert node.kubelet.remove_pod(pod.spec.uid)
+    assert (await rounds.reclaim()).freed == []  # first seen unused
+    clock.now += GRACE_S
+    return instance, node, rounds, Holding(il, slot)
+
+
+async def test_a_slow_release_holds_up_only_allocates_of_its_slot_and_is_not_cut(
+    apiserver: ApiServer, cluster: Cluster, start_node: StartNode
+) -> None:
+    """Allocates used to wait while a release was written, so the write was cut at their
+    deadline: on a loaded API every attempt was cut and the slot stayed held. Now only an
+    Allocate of the slot being freed waits (the kubelet may offer it again meanwhile) and takes
+    it again once the release is written, so a granted slot is never freed under its container."""
+    instance, node, rounds, stale = await stale_slot(cluster, start_node, Clock())
+    other = naming.slot_id(instance, 1 - int(stale.device.rpartition("-")[2]))
+    held = apiserver.faults.add(verb="update", resource="instances", hold=True, count=1)
+    release = asyncio.create_task(rounds.reclaim())
+    await eventually(lambda: held.hits, "the release to reach the API")
+
+    again = asyncio.create_task(allocate(node, stale.resource, [stale.device]))
+    await allocate(node, stale.resource, [other])
+
+    assert (await cluster.usage(instance))[other] == "node-a"
+    assert not release.done()
+    assert not again.done()
+    apiserver.faults.remove(held.id)  # as late as it is, the release lands
+    assert (await release).freed == [stale]
+    await again
+    assert await cluster.usage(instance) == {stale.device: "node-a", other: "node-a"}
+    assert not node.allocations.being_freed([stale])
 
 
 async def test_nothing_is_freed_while_pod_resources_does_not_answer(

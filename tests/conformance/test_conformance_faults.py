@@ -85,6 +85,21 @@ async def test_pause_holds_requests_until_resume(
     assert (await pending).metadata.resource_version
 
 
+async def test_a_holding_rule_keeps_its_requests_until_removed(
+    cluster: Cluster, core: client.CoreV1Api, namespace: str
+) -> None:
+    await core.create_namespaced_config_map(namespace, config_map("held"))
+    faults = cluster.emulator.faults
+    rule = faults.add(verb="get", name="held", hold=True, count=1)
+    pending = asyncio.ensure_future(core.read_namespaced_config_map("held", namespace))
+    await eventually(lambda: rule.hits, "the request to be held")
+
+    assert (await core.read_namespaced_config_map("held", namespace)).metadata.name == "held"
+    assert not pending.done()
+    assert faults.remove(rule.id)
+    assert (await pending).metadata.name == "held"
+
+
 async def test_injected_410_on_watch_arrives_as_error_event(
     cluster: Cluster, core: client.CoreV1Api, namespace: str
 ) -> None:

@@ -1,10 +1,16 @@
-"""What this node's Allocates granted, and the lock that orders them against reclaiming.
+"""What this node's Allocates granted, and how they are ordered against reclaiming.
 
 The kubelet records a container's devices only after Allocate returns, and PodResources shows
 them only then. Allocate holds `lock` while it decides and writes and notes what it granted;
-the reclaimer holds it while it frees slots and counts a grant as a use at the time of the
-grant. A slot the kubelet was just given is therefore never freed before the kubelet could
-report it, and one it never recorded (its Allocate timed out) is freed like any unused one.
+the reclaimer holds it while it decides what to free and counts a grant as a use at the time
+of the grant. A slot the kubelet was just given is therefore never freed before the kubelet
+could report it, and one it never recorded (its Allocate timed out) is freed like any unused one.
+
+The reclaimer's write is not made under `lock`: on a slow API it would hold up every Allocate
+of the node, and a deadline short enough for them would cut the write every time, so that the
+slot is never freed. Instead the holdings it frees are fenced (`freeing`) until the write is
+done: an Allocate asking for one of them waits and is then decided on the written state (the
+slot free, to be taken again with a write), while every other Allocate goes on.
 
 It also remembers which slot each configuration-level virtual device was bound to: only
 `deviceUsage` says so, and when that record is lost the slot must still be found again for
@@ -14,8 +20,9 @@ the container using it (docs/design.md §5.5).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 
 from akri.slot_sync import SlotRef
 from akri.slots import Holding
@@ -27,6 +34,8 @@ class Allocations:
         self._clock = clock
         self._granted: dict[Holding, float] = {}
         self._bindings: dict[Holding, SlotRef] = {}
+        self._freeing: set[Holding] = set()
+        self._freed = asyncio.Event()
 
     def granted(self, holdings: Iterable[Holding]) -> None:
         """Allocate gave these to the kubelet just now (re-offers included)."""
@@ -49,3 +58,25 @@ class Allocations:
         if keep is not None:
             self._bindings = {h: s for h, s in self._bindings.items() if h in keep}
         return dict(self._bindings)
+
+    @contextlib.contextmanager
+    def freeing(self, holdings: Collection[Holding]) -> Iterator[None]:
+        """Fence `holdings` while their release is written (entered under `lock`, after the
+        decision to free them)."""
+        fenced = set(holdings) - self._freeing
+        self._freeing |= fenced
+        try:
+            yield
+        finally:
+            self._freeing -= fenced
+            self._freed.set()
+            self._freed = asyncio.Event()
+
+    def being_freed(self, holdings: Collection[Holding]) -> bool:
+        """Whether a release of one of `holdings` is being written (decide under `lock`)."""
+        return not self._freeing.isdisjoint(holdings)
+
+    async def until_freed(self, holdings: Collection[Holding]) -> None:
+        """Wait until no release of any of `holdings` is being written."""
+        while self.being_freed(holdings):
+            await self._freed.wait()

@@ -12,7 +12,8 @@ arrive meanwhile form the next batch.
 
 Each Allocate keeps its own deadline: one that gives up is left out of decisions not yet made,
 and a grant it no longer waits for is recorded like any other (the reclaimer frees it when no
-container uses it).
+container uses it). A request for a holding whose release the reclaimer is writing is left out
+of the batch and queued again once the release is written (`Allocations.freeing`).
 """
 
 from __future__ import annotations
@@ -100,6 +101,10 @@ def decide_batch(
     return Decided(state, outcomes)
 
 
+class _BeingFreed(Exception):
+    """The request asks for a holding whose release is being written: ask again after it."""
+
+
 @dataclass
 class _Waiting:
     request: Request
@@ -132,11 +137,16 @@ class GroupCommit:
 
     async def submit(self, request: Request) -> Grant:
         """Queue `request` and wait for its grant; raises its refusal or the write's error."""
-        waiting = _Waiting(request)
-        self._queue.append(waiting)
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.create_task(self._drain(), name=f"allocations {self._node}")
-        return await waiting.answer
+        while True:
+            await self._allocations.until_freed(request.holdings)
+            waiting = _Waiting(request)
+            self._queue.append(waiting)
+            if self._writer is None or self._writer.done():
+                self._writer = asyncio.create_task(self._drain(), name=f"allocations {self._node}")
+            try:
+                return await waiting.answer
+            except _BeingFreed:
+                continue
 
     async def close(self) -> None:
         """Stop deciding (the agent stops); waiting Allocates are cancelled."""
@@ -151,6 +161,10 @@ class GroupCommit:
             async with self._allocations.lock:
                 batch = [w for w in self._queue if not w.answer.done()]
                 self._queue.clear()
+                for waiting in batch:
+                    if self._allocations.being_freed(waiting.request.holdings):
+                        waiting.answer.set_exception(_BeingFreed())
+                batch = [w for w in batch if not w.answer.done()]
                 if not batch:
                     continue
                 self.batches += 1

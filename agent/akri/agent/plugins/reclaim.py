@@ -6,7 +6,11 @@ holding that a container of this node uses, the reclaimer compares the two (`akr
 
 - a holding unused for the grace period is released with a guarded write; only this node's
   holdings are ever touched, and only listed devices count, so an unrelated pod that is stuck
-  or unready never delays anything (Akri #681);
+  or unready never delays anything (Akri #681). The release is decided under the node's
+  Allocate lock but written outside it, with only the holdings it frees fenced
+  (`Allocations.freeing`): a slow API delays the Allocates of those alone, and the write is
+  given the time it needs instead of being cut to spare the others; one that fails is tried
+  again the next round;
 - a device in use that the record lost is recorded again when its slot is free; when the record
   gives the slot to another holder, the conflict is reported (a SlotConflict condition on the
   Instance, an Event on the pod) and nothing is taken from the other holder;
@@ -56,8 +60,9 @@ log = logging.getLogger(__name__)
 RECLAIM_INTERVAL_S = 10.0
 RECLAIM_GRACE_S = 20.0
 LIST_TIMEOUT_S = 5.0
-WRITE_TIMEOUT_S = 5.0
-"""Bounds each write: Allocates wait while the reclaimer writes."""
+WRITE_TIMEOUT_S = 30.0
+"""Bounds a write that hangs. No Allocate waits for it but those of the holdings it frees, so it
+is long enough for a slow API: a write cut every time would never free the slot."""
 COMPONENT = "akri-agent"
 _API_ERRORS = (ApiException, UpdateConflict, aiohttp.ClientError, TimeoutError)
 
@@ -163,24 +168,32 @@ class Reclaimer:
         if uses is None:
             return Round()
         done = Round()
-        async with self._allocations.lock:  # no Allocate between deciding and writing
-            pool = _pool(self._cache.all())
-            views = {name: view(instance) for name, instance in pool.items()}
-            mine = recorded(views.values(), self._node)
-            # A grant is a use at the time of the grant: the kubelet may not have recorded it.
-            since = dict(self._unused_since)
-            granted = self._allocations.recent(self._grace)
-            for holding, at in granted.items():
-                since[holding] = max(since.get(holding, at), at)
-            self._allocations.bound(mine)
-            remembered = self._allocations.bindings(mine.keys() | uses.keys() | granted.keys())
-            stale, self._unused_since = stale_holdings(
-                mine, uses, since, self._clock(), self._grace
-            )
-            decision = sync(views.values(), self._node, uses, remembered)
-            touched = {mine[h].instance for h in stale} | decision.record.keys()
-            for name in sorted(touched):
-                await self._write(pool[name], views, uses, remembered, stale, done)
+        with contextlib.ExitStack() as fence:
+            async with self._allocations.lock:  # no Allocate while deciding
+                pool = _pool(self._cache.all())
+                views = {name: view(instance) for name, instance in pool.items()}
+                mine = recorded(views.values(), self._node)
+                # A grant is a use at the time of the grant: the kubelet may not have recorded it.
+                since = dict(self._unused_since)
+                granted = self._allocations.recent(self._grace)
+                for holding, at in granted.items():
+                    since[holding] = max(since.get(holding, at), at)
+                self._allocations.bound(mine)
+                remembered = self._allocations.bindings(mine.keys() | uses.keys() | granted.keys())
+                stale, self._unused_since = stale_holdings(
+                    mine, uses, since, self._clock(), self._grace
+                )
+                decision = sync(views.values(), self._node, uses, remembered)
+                fence.enter_context(self._allocations.freeing(stale))
+
+                async def write(names: Collection[str]) -> None:
+                    await asyncio.gather(
+                        *(self._write(pool[n], views, uses, remembered, stale, done) for n in names)
+                    )
+
+                # A lost record is restored before an Allocate could give its slot away.
+                await write(decision.record.keys())
+            await write({mine[h].instance for h in stale} - decision.record.keys())
         done.conflicts, done.unknown = decision.conflicts, decision.unknown
         await self._report(pool, decision.conflicts)
         await self._tell(
@@ -232,7 +245,7 @@ class Reclaimer:
             return with_usage(fresh, after.usage)
 
         try:
-            async with asyncio.timeout(self._write_timeout):  # Allocates wait for the lock
+            async with asyncio.timeout(self._write_timeout):
                 stored = await self._cache.update(namespace, name, mutate)
         except _API_ERRORS as error:
             log.warning(

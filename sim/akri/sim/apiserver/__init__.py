@@ -17,7 +17,8 @@ Admin API (JSON, outside the Kubernetes API; `server.faults` is the same object 
   update, patch, delete, deletecollection), `resource` (plural, kind, `plural.group`, or
   `plural/subresource`), `namespace`, `name`, `status` (400, 403, 404, 409, 410, 429, 500,
   503, 504), `delay` (seconds), `count` (times it fires; absent = always), `probability`
-  (0..1), `message`; answers 201 with the rule and its `id`. A 410 on a watch arrives as an
+  (0..1), `message`, `hold` (true: a request it fires on waits until the rule is removed);
+  answers 201 with the rule and its `id`. A 410 on a watch arrives as an
   ERROR event in the stream, as a real server sends it; a 429 carries Retry-After.
 - `DELETE /_sim/faults/<id>`          remove one rule
 - `DELETE /_sim/faults`               remove every rule and resume

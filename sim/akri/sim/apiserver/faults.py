@@ -1,4 +1,5 @@
-"""Fault injection: latency, forced error codes, dropped watches and a paused server.
+"""Fault injection: latency, forced error codes, held requests, dropped watches and a paused
+server.
 
 Reliability tests use this to drive the agent and controller through the failures a real API
 server produces (conflicts, expired watches, throttling, outages) on demand and reproducibly.
@@ -34,7 +35,10 @@ class RequestInfo:
 
 @dataclass
 class FaultRule:
-    """Match fields left as None match anything; `status` and `delay` say what happens."""
+    """Match fields left as None match anything; `status`, `delay` and `hold` say what happens.
+
+    `hold`: a request the rule fires on waits until the rule is removed (then goes on as
+    decided), so a test can keep one call in flight for exactly as long as it needs."""
 
     verb: str | None = None
     resource: str | None = None
@@ -45,6 +49,7 @@ class FaultRule:
     count: int | None = None
     probability: float = 1.0
     message: str = "injected fault"
+    hold: bool = False
     id: int = 0
     hits: int = field(default=0)
 
@@ -87,11 +92,19 @@ class Droppable(Protocol):
 
 @dataclass(frozen=True)
 class Decision:
-    """What to do to one request: wait `delay`, then fail with `status` if set."""
+    """What to do to one request: wait `delay` and until every rule in `holds` is removed,
+    then fail with `status` if set."""
 
     delay: float = 0.0
     status: int | None = None
     message: str = ""
+    holds: tuple[asyncio.Event, ...] = ()
+
+    async def wait(self) -> None:
+        if self.delay:
+            await asyncio.sleep(self.delay)  # injected latency, not synchronisation
+        for removed in self.holds:
+            await removed.wait()
 
 
 class Faults:
@@ -99,6 +112,8 @@ class Faults:
 
     def __init__(self, seed: int | None = None) -> None:
         self._rules: dict[int, FaultRule] = {}
+        self._removed: dict[int, asyncio.Event] = {}
+        """Per holding rule: set when it is removed, which lets its held requests go on."""
         self._ids = itertools.count(1)
         self._random = random.Random(seed)
         self._running = asyncio.Event()
@@ -111,14 +126,20 @@ class Faults:
         rule = rule if rule is not None else FaultRule(**fields)
         rule.id = next(self._ids)
         self._rules[rule.id] = rule
+        if rule.hold:
+            self._removed[rule.id] = asyncio.Event()
         return rule
 
     def remove(self, rule_id: int) -> bool:
+        removed = self._removed.pop(rule_id, None)
+        if removed is not None:
+            removed.set()
         return self._rules.pop(rule_id, None) is not None
 
     def clear(self) -> None:
-        """Remove every rule and resume a paused server."""
-        self._rules.clear()
+        """Remove every rule (held requests go on) and resume a paused server."""
+        for rule_id in list(self._rules):
+            self.remove(rule_id)
         self.resume()
 
     @property
@@ -127,7 +148,7 @@ class Faults:
 
     def decide(self, request: RequestInfo) -> Decision:
         """Consume the matching rules for one request."""
-        delay, status, message = 0.0, None, ""
+        delay, status, message, holds = 0.0, None, "", []
         for rule in list(self._rules.values()):
             if rule.exhausted or not rule.selects(request):
                 continue
@@ -137,7 +158,9 @@ class Faults:
             delay += rule.delay
             if status is None and rule.status is not None:
                 status, message = rule.status, rule.message
-        return Decision(delay, status, message)
+            if rule.id in self._removed:
+                holds.append(self._removed[rule.id])
+        return Decision(delay, status, message, tuple(holds))
 
     # ---- pause ---------------------------------------------------------------------------
 

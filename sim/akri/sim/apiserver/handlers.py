@@ -236,8 +236,7 @@ class ApiHandlers:
         )
         user = self._guard.admit(request.headers.get("Authorization"), request.secure, attributes)
         decision = self._faults.decide(info)
-        if decision.delay:
-            await asyncio.sleep(decision.delay)  # injected latency, not synchronisation
+        await decision.wait()
         if decision.status is not None:
             injected = errors.by_code(decision.status, decision.message)
             if verb == "watch" and decision.status == 410:
