@@ -108,9 +108,11 @@ async def items(kubectl: Kubectl, *args: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.timeout(400)
+@pytest.mark.parametrize(("stop", "exit_code"), [(signal.SIGINT, 0), (signal.SIGKILL, -9)])
 async def test_make_sim_runs_the_charts_pods_on_two_nodes_and_leaves_nothing(
-    socket_dir: Path, tmp_path: Path
+    socket_dir: Path, tmp_path: Path, stop: signal.Signals, exit_code: int
 ) -> None:
+    """Stopped with Ctrl-C, or killed: its pods' processes die with it either way."""
     kubeconfig, workdir = socket_dir / "kubeconfig", socket_dir / "w"
     links_before = links()
     sim = await asyncio.create_subprocess_exec(
@@ -188,10 +190,12 @@ async def test_make_sim_runs_the_charts_pods_on_two_nodes_and_leaves_nothing(
         assert os.readlink("/proc/self/ns/net") not in namespaces
     finally:
         if sim.returncode is None:
-            sim.send_signal(signal.SIGINT)
+            sim.send_signal(stop)
         _, errors = await asyncio.wait_for(sim.communicate(), 60)
-    assert sim.returncode == 0, errors.decode()
-    assert alive(processes) == [], "processes outlived the simulator"
-    assert namespaces.isdisjoint(all_network_namespaces()), "network namespaces outlived it"
+    assert sim.returncode == exit_code, errors.decode()
+    # Killed, its children die at once (their parent-death signal) and are reaped by init.
+    await eventually(lambda: alive(processes) == [], "no process outliving the simulator", 10)
+    gone = namespaces.isdisjoint
+    await eventually(lambda: gone(all_network_namespaces()), "no network namespace of it", 10)
     assert links() == links_before, "this machine's network changed"
     assert str(workdir) not in mounts(), "mounts outlived it"
