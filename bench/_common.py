@@ -291,8 +291,23 @@ def rss_kb(pid: int | str = "self") -> dict[str, int]:
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process (its threads included)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return _named_cpu(Path(f"/proc/{pid}"))[1]
+
+
+def thread_cpu(pid: int) -> dict[tuple[str, str], float]:
+    """User + system CPU time of each thread of a process, by (thread id, thread name)."""
+    found = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        name, cpu = _named_cpu(task)
+        found[(task.name, name)] = cpu
+    return found
+
+
+def _named_cpu(proc: Path) -> tuple[str, float]:
+    """The name and user + system CPU seconds of a /proc process or task directory."""
+    head, _, tail = (proc / "stat").read_text().rpartition(")")
+    fields = tail.split()
+    return head.partition("(")[2], (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def allocate_seconds() -> dict[str, float]:

@@ -17,17 +17,27 @@ as median (min - max), with the machine's 1-minute load average before and after
 the CPU the agent and this process (the emulators) spent, so a number that moves with the load
 can be told from one that moves with the code.
 
-Run: `python bench/bench_agent_scale.py [--quick] [--runs N] [--instances N] [--steady-seconds S]`.
+Run: `python bench/bench_agent_scale.py [--quick] [--runs N] [--instances N] [--steady-seconds S]
+[--profile DIR]`. `--profile` records where the CPU goes during each kubelet restart: the agent's
+process with py-spy (`pip install py-spy`; collapsed stacks by thread in
+`DIR/agent-restart-<run>.txt`, each thread's CPU seconds in `DIR/agent-restart-<run>-threads.txt`)
+and this process's emulators with cProfile (`DIR/emulators-restart-<run>.prof`).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import cProfile
+import itertools
 import os
+import shutil
+import signal
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +63,7 @@ from _common import (
     quiet_logs,
     raise_open_files,
     spread,
+    thread_cpu,
     verdict,
 )
 
@@ -94,6 +105,43 @@ class Listed:
                 return False
             del self._pending[resource]
         return self._ready(*self._configuration)
+
+
+_profiles = itertools.count(1)
+
+
+@contextlib.asynccontextmanager
+async def profiled(pid: int, directory: Path | None) -> AsyncIterator[None]:
+    """With a directory: the agent sampled by py-spy (and its threads' CPU taken) and this
+    process profiled while the body runs (numbered files, one set per call)."""
+    if directory is None:
+        yield
+        return
+    spy = shutil.which("py-spy", path=f"{Path(sys.executable).parent}{os.pathsep}{os.defpath}")
+    if spy is None:
+        raise RuntimeError("--profile needs py-spy (pip install py-spy)")
+    number = next(_profiles)
+    output = directory / f"agent-restart-{number}.txt"
+    recorder = await asyncio.create_subprocess_exec(
+        *(spy, "record", "--pid", str(pid), "--rate", "250", "--format", "raw", "--threads"),
+        *("--output", str(output)),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert recorder.stdout is not None
+    await recorder.stdout.readline()  # "py-spy> Sampling process ...": attached
+    threads = thread_cpu(pid)
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        yield
+    finally:
+        profile.disable()
+        profile.dump_stats(directory / f"emulators-restart-{number}.prof")
+        spent = {thread: cpu - threads.get(thread, 0.0) for thread, cpu in thread_cpu(pid).items()}
+        lines = [f"{cpu:.2f} s {tid} {name}" for (tid, name), cpu in spent.items()]
+        (directory / f"agent-restart-{number}-threads.txt").write_text("\n".join(lines) + "\n")
+        recorder.send_signal(signal.SIGINT)
+        await recorder.communicate()
 
 
 def total_sends(stats: Stats) -> float:
@@ -192,7 +240,7 @@ class Run:
     steady: Rows
 
 
-async def bench(instances: int, steady_s: float) -> Run:
+async def bench(instances: int, steady_s: float, profile: Path | None) -> Run:
     capacity = CAPACITY
     descriptions, names = distinct_devices(instances)
     load_before = os.getloadavg()[0]
@@ -217,6 +265,7 @@ async def bench(instances: int, steady_s: float) -> Run:
                         (created, from_spawn),
                         startup_cpu,
                         load_before,
+                        profile,
                     )
                 finally:
                     await agent.stop()
@@ -231,6 +280,7 @@ async def measure(
     startup_s: tuple[float, float],
     startup_cpu: tuple[float, float],
     load_before: float,
+    profile: Path | None,
 ) -> Run:
     startup_stats = await agent.stats()
     await asyncio.sleep(2.0)  # trailing status writes (Configuration conditions) land
@@ -248,7 +298,8 @@ async def measure(
         kubelet_changes = kubelet.version - version
     after = await agent.stats()
     agent_cpu, here = cpu_seconds(agent.pid), time.process_time()
-    restart_s = await kubelet_restart(kubelet, names)
+    async with profiled(agent.pid, profile):
+        restart_s = await kubelet_restart(kubelet, names)
     restart_cpu = (cpu_seconds(agent.pid) - agent_cpu, time.process_time() - here)
     sends_in_window = total_sends(after) - total_sends(settled)
     per_minute = 60.0 / wall
@@ -323,13 +374,18 @@ def main() -> int:
     parser.add_argument("--instances", type=int, default=None)
     parser.add_argument("--steady-seconds", type=float, default=None)
     parser.add_argument("--runs", type=int, default=3, help="runs, each with a new agent")
+    parser.add_argument(
+        "--profile", type=Path, help="profile each kubelet restart into this directory"
+    )
     args = parser.parse_args()
     instances = args.instances or (200 if args.quick else 1000)
     steady_s = args.steady_seconds or 10.0
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
     quiet_logs()
     raise_open_files(OPEN_FILES)
     began, load = time.monotonic(), os.getloadavg()[0]
-    runs = [asyncio.run(bench(instances, steady_s)) for _ in range(args.runs)]
+    runs = [asyncio.run(bench(instances, steady_s, args.profile)) for _ in range(args.runs)]
     scale = scale_rows(runs, instances)
     steady = runs[-1].steady
     finish(
