@@ -5,10 +5,10 @@ writes, so that the reclaimer never frees a slot the kubelet was just given. One
 time per node made a burst of Allocates wait in line, a round trip (and a conflict) each.
 Here an Allocate joins a queue; one task takes every request queued by then, decides them in
 arrival order on the current state (`decide_batch`: a request that cannot be met is refused
-alone and keeps nothing), and writes each changed Instance once, guarded and only over the
-state it was decided on. A write that meets a newer state makes the whole batch decide again
-on the fresh state; slots this node already holds pass, so the rounds converge. Requests that
-arrive meanwhile form the next batch.
+alone and keeps nothing), and writes each changed Instance once (all of them at once),
+guarded and only over the state it was decided on. A write that meets a newer state makes the
+whole batch decide again on the fresh state; slots this node already holds pass, so the rounds
+converge. Requests that arrive meanwhile form the next batch.
 
 Each Allocate keeps its own deadline: one that gives up is left out of decisions not yet made,
 and a grant it no longer waits for is recorded like any other (the reclaimer frees it when no
@@ -206,14 +206,24 @@ class GroupCommit:
                 waiting.answer.set_exception(outcome)
 
     async def _write(self, base: State, state: State) -> bool:
-        """Write every Instance whose usage was decided to change; False when one had changed
-        meanwhile (decide again)."""
-        for key in sorted(state):
-            decided = state[key]
-            if decided.usage == base[key].usage:
-                continue
-            write = functools.partial(_apply_if_unchanged, base[key], decided)
-            stored = await self._cache.update(*key, write)
-            if stored is None or view(stored).usage != decided.usage:
-                return False
-        return True
+        """Write every Instance whose usage was decided to change, all at once (a round trip
+        for the batch, not one per Instance); False when one had changed meanwhile (decide
+        again). Returns or raises only when no write is in flight any more."""
+        writes = [
+            asyncio.ensure_future(self._write_one(key, base[key], decided))
+            for key, decided in sorted(state.items())
+            if decided.usage != base[key].usage
+        ]
+        try:
+            return all(await asyncio.gather(*writes))
+        finally:
+            for write in writes:
+                write.cancel()
+            await asyncio.gather(*writes, return_exceptions=True)
+
+    async def _write_one(
+        self, key: Key, decided_on: slots.Instance, decided: slots.Instance
+    ) -> bool:
+        write = functools.partial(_apply_if_unchanged, decided_on, decided)
+        stored = await self._cache.update(*key, write)
+        return stored is not None and view(stored).usage == decided.usage
