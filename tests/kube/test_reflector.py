@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 from kubernetes_asyncio import client
 
-from akri.kube.reflector import EventType, Object, Reflector
+from akri.kube.reflector import EventType, Object, RawWatch, Reflector
 from akri.sim.apiserver import ApiServer
 from tests.support import eventually
 
@@ -159,3 +159,11 @@ async def test_a_failed_relist_keeps_every_object_and_retries(
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_watch_event_is_parsed_once() -> None:
+    line = '{"type": "MODIFIED", "object": {"metadata": {"name": "a", "resourceVersion": "7"}}}'
+    async with RawWatch(return_type="object") as stream:
+        event = stream.unmarshal_event(line, "object")
+    assert event["object"] is event["raw_object"]  # not serialised and parsed again
+    assert event["raw_object"]["metadata"]["resourceVersion"] == "7"

@@ -45,6 +45,18 @@ def _identity(obj: Object) -> Object:
     }
 
 
+class RawWatch(watch.Watch):
+    """A watch whose events carry each object as the API sent it (`raw_object`), parsed once.
+
+    Asked for a return type, kubernetes-asyncio serialises every object again and parses it a
+    second time to build that type; the reflector only reads the raw object, and that double
+    work was a tenth of an agent's CPU on every Instance change.
+    """
+
+    def unmarshal_event(self, data: str | bytes, response_type: str | None) -> Any:
+        return super().unmarshal_event(data, None)
+
+
 class Reflector:
     """Keeps `objects` equal to the server's view and calls `handler` for every change.
 
@@ -115,7 +127,7 @@ class Reflector:
 
     async def _watch(self) -> None:
         """Stream events until the server ends the watch, remembering where to resume."""
-        async with watch.Watch(return_type="object") as stream:
+        async with RawWatch(return_type="object") as stream:
             async for event in stream.stream(
                 self._list,
                 resource_version=self._resource_version,
