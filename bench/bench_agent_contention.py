@@ -47,6 +47,7 @@ from _common import (
     agent_settings,
     api_server,
     bare_round_trips,
+    counting,
     create_configuration,
     finish,
     kubelet_for,
@@ -67,6 +68,7 @@ from akri.agent.agent import Agent
 from akri.discovery_handlers.debug_echo import DebugEcho
 from akri.proto.deviceplugin.v1beta1.api_pb2 import AllocateRequest, ContainerAllocateRequest
 from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import DevicePluginStub
+from akri.sim.apiserver import ApiServer
 from akri.sim.cluster import load_client
 from akri.sim.kubelet import AdmissionError, Container, Kubelet
 
@@ -126,10 +128,12 @@ async def counters(nodes: list[Node]) -> Counters:
 
 
 class Cost:
-    """CPU and wall time of a scenario: this process's (sampled by component) and the agents'
-    own processes'."""
+    """What a scenario cost: wall time, CPU (this process's sampled by component, the agents'
+    own processes'), Instance writes and conflicts, and the agents' CPU per Instance change
+    each of them follows (its watch event, cache, device lists, ListAndWatch sends)."""
 
-    def __init__(self, nodes: list[Node]) -> None:
+    def __init__(self, server: ApiServer, nodes: list[Node]) -> None:
+        self._server = server
         self._nodes = nodes
         self.share = CpuShare()
         self.counters = Counters(0.0, 0.0, 0.0)
@@ -139,20 +143,28 @@ class Cost:
     async def measuring(self) -> AsyncIterator[Cost]:
         before = await counters(self._nodes)
         started, cpu = time.perf_counter(), time.process_time()
-        with self.share.sampling():
+        with counting(self._server, ("update",), "instances") as writes, self.share.sampling():
             yield self
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
-        self.counters = await counters(self._nodes) - before
-        agents = f"CPU of the {len(self._nodes)} agents' processes"
+        spent = self.counters = await counters(self._nodes) - before
         own = all(node.process is not None for node in self._nodes)
+        agents_cpu = spent.cpu if own else self.share.seconds().get("agent", 0.0)
+        changes = writes["update"].hits - spent.conflicts  # a 409 changes nothing
+        per_change = agents_cpu / max(changes * len(self._nodes), 1)
         self.rows = [
             ("wall time", f"{wall * 1e3:.0f} ms"),
-            *([(agents, f"{self.counters.cpu * 1e3:.0f} ms")] if own else []),
+            *(
+                [(f"CPU of the {len(self._nodes)} agents' processes", f"{spent.cpu * 1e3:.0f} ms")]
+                if own
+                else []
+            ),
             (
                 "CPU of this process" + (" (emulators and client)" if own else ""),
                 f"{cpu * 1e3:.0f} ms",
             ),
             ("  by component", self.share.summary()),
+            ("Instance writes / 409 conflicts retried", f"{changes:.0f} / {spent.conflicts:.0f}"),
+            ("agent CPU per Instance change, per agent", f"{per_change * 1e3:.2f} ms"),
         ]
 
 
@@ -215,6 +227,7 @@ async def allocate(stub: DevicePluginAsyncStub, node: str, instance: str, slot: 
 
 
 async def scenario(
+    server: ApiServer,
     api: client.ApiClient,
     nodes: list[Node],
     name: str,
@@ -237,7 +250,7 @@ async def scenario(
             instance = instances[j % DEVICES]
             index = j // DEVICES + (n * requests // DEVICES if distinct else 0)
             calls.append((stubs[instance], node.name, instance, naming.slot_id(instance, index)))
-    cost = Cost(nodes)
+    cost = Cost(server, nodes)
     try:
         async with cost.measuring():
             outcomes = await asyncio.gather(*(allocate(*call) for call in calls))
@@ -268,7 +281,6 @@ async def scenario(
         ),
         ("latency, granted", latencies_ms([o.seconds for o in granted])),
         *((f"burst: {name}", value) for name, value in cost.rows),
-        ("409 conflicts retried (akri_slot_conflict_retries)", f"{cost.counters.conflicts:.0f}"),
         (
             "batches decided (group commit), all nodes",
             f"{cost.counters.batches:.0f} for {len(outcomes)} requests",
@@ -290,7 +302,9 @@ async def shared_instances(
     return instances
 
 
-async def realistic(api: client.ApiClient, nodes: list[Node], pods: int, root: Path) -> Rows:
+async def realistic(
+    server: ApiServer, api: client.ApiClient, nodes: list[Node], pods: int, root: Path
+) -> Rows:
     """Each node's kubelet admits its pods one at a time (as a kubelet does), all nodes at
     once, each pod asking for one slot of a shared Instance chosen at random (seeded). Kubelets
     pick the lowest free slot id, so two nodes asking for one Instance before either sees the
@@ -303,7 +317,7 @@ async def realistic(api: client.ApiClient, nodes: list[Node], pods: int, root: P
     capacity = -(-pods // DEVICES)
     instances = await shared_instances(api, nodes, "real", capacity)
     per_node = [pods // len(nodes) + (n < pods % len(nodes)) for n in range(len(nodes))]
-    cost = Cost(nodes)
+    cost = Cost(server, nodes)
     async with cost.measuring():
         admitted = await asyncio.gather(
             *(
@@ -388,15 +402,17 @@ async def bench(nodes: int, requests: int, pods: int, in_process: bool) -> tuple
     with tempfile.TemporaryDirectory(prefix="akri-", dir="/tmp") as workdir:
         root = Path(workdir)
         async with (
-            api_server(root) as (_, kubeconfig),
+            api_server(root) as (server, kubeconfig),
             await load_client(kubeconfig) as api,
             running_nodes(api, root, kubeconfig, nodes, in_process) as running,
         ):
-            real = await realistic(api, running, pods, root)
+            real = await realistic(server, api, running, pods, root)
             ample = await scenario(
-                api, running, "ample", nodes * requests // DEVICES, requests, True
+                server, api, running, "ample", nodes * requests // DEVICES, requests, True
             )
-            scarce = await scenario(api, running, "scarce", requests // DEVICES, requests, False)
+            scarce = await scenario(
+                server, api, running, "scarce", requests // DEVICES, requests, False
+            )
     return real, ample, scarce
 
 
