@@ -108,7 +108,9 @@ async def items(kubectl: Kubectl, *args: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.timeout(400)
-@pytest.mark.parametrize(("stop", "exit_code"), [(signal.SIGINT, 0), (signal.SIGKILL, -9)])
+@pytest.mark.parametrize(
+    ("stop", "exit_code"), [(signal.SIGINT, 0), (signal.SIGKILL, -9)], ids=["ctrl-c", "killed"]
+)
 async def test_make_sim_runs_the_charts_pods_on_two_nodes_and_leaves_nothing(
     socket_dir: Path, tmp_path: Path, stop: signal.Signals, exit_code: int
 ) -> None:
@@ -150,6 +152,9 @@ async def test_make_sim_runs_the_charts_pods_on_two_nodes_and_leaves_nothing(
             assert found["spec"]["podCIDR"] == f"10.244.{index}.0/24"
             internal = [a for a in found["status"]["addresses"] if a["type"] == "InternalIP"]
             assert internal == [{"type": "InternalIP", "address": f"10.244.{index}.1"}]
+        wide = (await kubectl("get", "nodes", "-o", "wide")).splitlines()
+        at = wide[0].index("INTERNAL-IP")
+        assert [line[at:].split()[0] for line in wide[1:]] == ["10.244.0.1", "10.244.1.1"]
         api = json.loads(
             await kubectl("get", "service", "kubernetes", "-n", "default", "-o", "json")
         )

@@ -53,6 +53,16 @@ def _node_status(node: JSON) -> str:
     return status
 
 
+def _node_address(kind: str) -> Callable[[JSON], str]:
+    """The node's first address of `kind`, `<none>` without one (kubectl's wide columns)."""
+
+    def cell(node: JSON) -> str:
+        addresses = _get(node, "status.addresses") or []
+        return next((a.get("address", "") for a in addresses if a.get("type") == kind), "<none>")
+
+    return cell
+
+
 def _pod_ready(pod: JSON) -> str:
     statuses = _get(pod, "status.containerStatuses") or []
     ready = sum(1 for s in statuses if s.get("ready"))
@@ -199,6 +209,8 @@ def builtin_kinds() -> list[ResourceType]:
                 Column("Roles", "string", lambda _: "<none>"),
                 AGE,
                 Column("Version", "string", path_cell("status.nodeInfo.kubeletVersion")),
+                Column("Internal-IP", "string", _node_address("InternalIP"), priority=1),
+                Column("External-IP", "string", _node_address("ExternalIP"), priority=1),
             ),
             field_labels=_fields("spec.unschedulable"),
         ),
