@@ -10,7 +10,6 @@ precondition lost slots exactly there.
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri.backoff import Backoff
+from akri.json_copy import copy_json
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ class GuardedWriter:
                 current = await self.read(namespace, name)
                 if current is None:
                     return None
-            desired = mutate(copy.deepcopy(current))
+            desired = mutate(copy_json(current))
             if desired is None:
                 return current
             desired["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]

@@ -17,11 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from akri.json_copy import copy_json
 from akri.sim.apiserver import cel_rules, crd, errors, metadata, patching, schema
 from akri.sim.apiserver.core_kinds import CRD_GROUP
 from akri.sim.apiserver.resources import Registry, ResourceType
 from akri.sim.apiserver.selectors import FieldSelector, LabelSelector
-from akri.sim.apiserver.store import Store, copy_json
+from akri.sim.apiserver.store import Store
 from akri.sim.apiserver.watchcache import ADDED, DELETED, MODIFIED, Subscription, WatchEvent
 
 JSON = dict[str, Any]

@@ -7,10 +7,10 @@ returns a private copy for callers that build the next version of an object.
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any
 
+from akri.json_copy import copy_json
 from akri.sim.apiserver.watchcache import ADDED, DELETED, MODIFIED, WatchEvent, WatchHub
 
 JSON = dict[str, Any]
@@ -18,17 +18,6 @@ Key = tuple[str, str]  # (group, plural)
 Listener = Callable[[Key, WatchEvent], None]
 
 DEFAULT_HISTORY = 1000
-
-Value = TypeVar("Value")
-
-
-def copy_json(value: Value) -> Value:
-    """A private deep copy of a JSON value (dicts, lists, strings, numbers, booleans, None).
-
-    Every read-modify-write copies the stored object; a pickle round trip copies such data
-    exactly, and a few times faster than copy.deepcopy."""
-    copied: Value = pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
-    return copied
 
 
 def identity(obj: JSON) -> tuple[str, str]:
