@@ -124,6 +124,16 @@ class Holding:
 
 
 @dataclass(frozen=True)
+class _Tally:
+    held: int
+    in_use: bool
+    corrupt: bool
+    below_capacity: int
+    """Slots with an index below capacity (each index once)."""
+    free_past_capacity: bool
+
+
+@dataclass(frozen=True)
 class Instance:
     """What the pool needs of an Instance. Treat `usage` as immutable: derived views are cached."""
 
@@ -152,14 +162,31 @@ class Instance:
         return found
 
     @cached_property
+    def _tally(self) -> _Tally:
+        """One pass over the slots for what every reader asks of each new Instance."""
+        held = holders = corrupt = below = free_past = 0
+        for index, holder in self.slots.items():
+            if index < self.capacity:
+                below += 1
+            if isinstance(holder, Free):
+                free_past += index >= self.capacity
+                continue
+            held += 1
+            if isinstance(holder, Corrupt):
+                corrupt += 1
+            else:
+                holders += 1
+        return _Tally(held, holders > 0, corrupt > 0, below, free_past > 0)
+
+    @property
     def held(self) -> int:
         """Occupied slots at any index, corrupt ones included; new grants need `held < capacity`."""
-        return sum(not isinstance(holder, Free) for holder in self.slots.values())
+        return self._tally.held
 
-    @cached_property
+    @property
     def in_use(self) -> bool:
         """Whether some node holds a slot (corrupt values are no holder: nobody releases them)."""
-        return any(isinstance(h, NodeHolder | ConfigurationHolder) for h in self.slots.values())
+        return self._tally.in_use
 
     @cached_property
     def grantable(self) -> tuple[int, ...]:
@@ -196,10 +223,11 @@ class Instance:
     def keys_follow_capacity(self) -> bool:
         """Whether `deviceUsage` has a key for every slot below capacity and no other key but
         slots held past it: nothing to add or drop when the capacity is as it is."""
+        tally = self._tally
         return (
             len(self.slots) == len(self.usage)
-            and all(i < self.capacity or not isinstance(h, Free) for i, h in self.slots.items())
-            and all(i in self.slots for i in range(self.capacity))
+            and not tally.free_past_capacity
+            and tally.below_capacity == self.capacity
         )
 
     def holding(self, index: int, node: str) -> Holding | None:
@@ -232,9 +260,7 @@ class Instance:
 def usage_problems(instance: Instance) -> list[str]:
     """What in `deviceUsage` is ignored or unusable, for the agent and controller to log."""
     slots = instance.slots  # parsed once per Instance, shared with every other reader
-    if len(slots) == len(instance.usage) and not any(
-        isinstance(h, Corrupt) for h in slots.values()
-    ):
+    if len(slots) == len(instance.usage) and not instance._tally.corrupt:
         return []
     problems = []
     for key in sorted(instance.usage):
