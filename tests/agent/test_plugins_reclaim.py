@@ -16,7 +16,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri import naming
 from akri.agent.plugins import Reclaimer
-from akri.agent.plugins.reclaim import Round
+from akri.agent.plugins.reclaim import WRITE_TIMEOUT_S, Round
 from akri.kube.guarded import HTTP_NOT_FOUND
 from akri.sim.apiserver import ApiServer
 from akri.sim.kubelet import AdmittedPod, Container
@@ -36,13 +36,14 @@ CL = "akri.sh/cam"
 GRACE_S = 20.0
 
 
-def reclaimer(node: AgentNode, clock: Clock) -> Reclaimer:
+def reclaimer(node: AgentNode, clock: Clock, write_timeout: float = WRITE_TIMEOUT_S) -> Reclaimer:
     return Reclaimer(
         node.cache,
         node.name,
         node.kubelet.pod_resources_socket,
         allocations=node.allocations,
         grace=GRACE_S,
+        write_timeout=write_timeout,
         clock=clock,
     )
 
@@ -144,12 +145,12 @@ async def test_a_granted_slot_the_kubelet_has_not_reported_yet_is_kept_for_the_g
 
 
 async def stale_slot(
-    cluster: Cluster, start_node: StartNode, clock: Clock
+    cluster: Cluster, start_node: StartNode, clock: Clock, write_timeout: float = WRITE_TIMEOUT_S
 ) -> tuple[str, AgentNode, Reclaimer, Holding]:
     """A node whose reclaimer frees an instance-level slot at its next round."""
     instance, (node,) = await setup(cluster, start_node, clock, "node-a")
     il, pod, slot = await use_il(node, instance)
-    rounds = reclaimer(node, clock)
+    rounds = reclaimer(node, clock, write_timeout)
     clock.now += 2 * GRACE_S  # past the grace of the Allocate itself
     assert node.kubelet.remove_pod(pod.spec.uid)
     assert (await rounds.reclaim()).freed == []  # first seen unused
@@ -180,7 +181,27 @@ async def test_a_slow_release_holds_up_only_allocates_of_its_slot_and_is_not_cut
     assert (await release).freed == [stale]
     await again
     assert await cluster.usage(instance) == {stale.device: "node-a", other: "node-a"}
-    assert not node.allocations.being_freed([stale])
+    assert not node.allocations.fenced([stale])
+
+
+async def test_a_release_cut_without_an_answer_keeps_its_slot_fenced_until_the_next_round(
+    apiserver: ApiServer, cluster: Cluster, start_node: StartNode
+) -> None:
+    """A write cut before the API answered may still land: an Allocate that got the slot
+    meanwhile without a write of its own would then hold a slot the record calls free."""
+    instance, node, cut, stale = await stale_slot(cluster, start_node, Clock(), write_timeout=0.1)
+    held = apiserver.faults.add(verb="update", resource="instances", hold=True)
+    assert (await cut.reclaim()).freed == []  # cut: no answer
+    assert node.allocations.fenced([stale])
+
+    again = asyncio.create_task(allocate(node, stale.resource, [stale.device]))
+    apiserver.faults.remove(held.id)
+    await cluster.change_instance(instance, device_usage={stale.device: ""})  # it lands late
+    await cut.reclaim()
+    await again
+
+    assert not node.allocations.fenced([stale])
+    assert (await cluster.usage(instance))[stale.device] == "node-a"
 
 
 async def test_nothing_is_freed_while_pod_resources_does_not_answer(

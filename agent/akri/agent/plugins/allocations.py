@@ -8,9 +8,11 @@ could report it, and one it never recorded (its Allocate timed out) is freed lik
 
 The reclaimer's write is not made under `lock`: on a slow API it would hold up every Allocate
 of the node, and a deadline short enough for them would cut the write every time, so that the
-slot is never freed. Instead the holdings it frees are fenced (`freeing`) until the write is
-done: an Allocate asking for one of them waits and is then decided on the written state (the
-slot free, to be taken again with a write), while every other Allocate goes on.
+slot is never freed. Instead the holdings it frees are fenced (`fence`) until the API has
+answered the write: an Allocate asking for one of them waits and is then decided on the
+written state (the slot free, to be taken again with a write), while every other Allocate goes
+on. A write cut before an answer may still land, so its holdings stay fenced until the next
+round decides on them again.
 
 It also remembers which slot each configuration-level virtual device was bound to: only
 `deviceUsage` says so, and when that record is lost the slot must still be found again for
@@ -20,9 +22,8 @@ the container using it (docs/design.md §5.5).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 from akri.slot_sync import SlotRef
 from akri.slots import Holding
@@ -34,8 +35,8 @@ class Allocations:
         self._clock = clock
         self._granted: dict[Holding, float] = {}
         self._bindings: dict[Holding, SlotRef] = {}
-        self._freeing: set[Holding] = set()
-        self._freed = asyncio.Event()
+        self._fenced: set[Holding] = set()
+        self._lifted = asyncio.Event()
 
     def granted(self, holdings: Iterable[Holding]) -> None:
         """Allocate gave these to the kubelet just now (re-offers included)."""
@@ -59,24 +60,20 @@ class Allocations:
             self._bindings = {h: s for h, s in self._bindings.items() if h in keep}
         return dict(self._bindings)
 
-    @contextlib.contextmanager
-    def freeing(self, holdings: Collection[Holding]) -> Iterator[None]:
-        """Fence `holdings` while their release is written (entered under `lock`, after the
-        decision to free them)."""
-        fenced = set(holdings) - self._freeing
-        self._freeing |= fenced
-        try:
-            yield
-        finally:
-            self._freeing -= fenced
-            self._freed.set()
-            self._freed = asyncio.Event()
+    def fence(self, holdings: Collection[Holding]) -> None:
+        """From now until a later call leaves them out, Allocates of `holdings` wait: their
+        release is being written, or was sent without an answer and may still land (widened
+        only under `lock`, after the decision to free them)."""
+        lifted = self._fenced - set(holdings)
+        self._fenced = set(holdings)
+        if lifted:
+            self._lifted.set()
+            self._lifted = asyncio.Event()
 
-    def being_freed(self, holdings: Collection[Holding]) -> bool:
-        """Whether a release of one of `holdings` is being written (decide under `lock`)."""
-        return not self._freeing.isdisjoint(holdings)
+    def fenced(self, holdings: Collection[Holding]) -> bool:
+        """Whether one of `holdings` is fenced (decide under `lock`)."""
+        return not self._fenced.isdisjoint(holdings)
 
-    async def until_freed(self, holdings: Collection[Holding]) -> None:
-        """Wait until no release of any of `holdings` is being written."""
-        while self.being_freed(holdings):
-            await self._freed.wait()
+    async def until_unfenced(self, holdings: Collection[Holding]) -> None:
+        while self.fenced(holdings):
+            await self._lifted.wait()

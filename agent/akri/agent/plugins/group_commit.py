@@ -13,7 +13,7 @@ converge. Requests that arrive meanwhile form the next batch.
 Each Allocate keeps its own deadline: one that gives up is left out of decisions not yet made,
 and a grant it no longer waits for is recorded like any other (the reclaimer frees it when no
 container uses it). A request for a holding whose release the reclaimer is writing is left out
-of the batch and queued again once the release is written (`Allocations.freeing`).
+of the batch and queued again once the release is written (`Allocations.fence`).
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ class GroupCommit:
     async def submit(self, request: Request) -> Grant:
         """Queue `request` and wait for its grant; raises its refusal or the write's error."""
         while True:
-            await self._allocations.until_freed(request.holdings)
+            await self._allocations.until_unfenced(request.holdings)
             waiting = _Waiting(request)
             self._queue.append(waiting)
             if self._writer is None or self._writer.done():
@@ -162,7 +162,7 @@ class GroupCommit:
                 batch = [w for w in self._queue if not w.answer.done()]
                 self._queue.clear()
                 for waiting in batch:
-                    if self._allocations.being_freed(waiting.request.holdings):
+                    if self._allocations.fenced(waiting.request.holdings):
                         waiting.answer.set_exception(_BeingFreed())
                 batch = [w for w in batch if not w.answer.done()]
                 if not batch:

@@ -8,9 +8,9 @@ holding that a container of this node uses, the reclaimer compares the two (`akr
   holdings are ever touched, and only listed devices count, so an unrelated pod that is stuck
   or unready never delays anything (Akri #681). The release is decided under the node's
   Allocate lock but written outside it, with only the holdings it frees fenced
-  (`Allocations.freeing`): a slow API delays the Allocates of those alone, and the write is
+  (`Allocations.fence`): a slow API delays the Allocates of those alone, and the write is
   given the time it needs instead of being cut to spare the others; one that fails is tried
-  again the next round;
+  again the next round, and one cut without an answer keeps its holdings fenced until then;
 - a device in use that the record lost is recorded again when its slot is free; when the record
   gives the slot to another holder, the conflict is reported (a SlotConflict condition on the
   Instance, an Event on the pod) and nothing is taken from the other holder;
@@ -168,32 +168,35 @@ class Reclaimer:
         if uses is None:
             return Round()
         done = Round()
-        with contextlib.ExitStack() as fence:
-            async with self._allocations.lock:  # no Allocate while deciding
-                pool = _pool(self._cache.all())
-                views = {name: view(instance) for name, instance in pool.items()}
-                mine = recorded(views.values(), self._node)
-                # A grant is a use at the time of the grant: the kubelet may not have recorded it.
-                since = dict(self._unused_since)
-                granted = self._allocations.recent(self._grace)
-                for holding, at in granted.items():
-                    since[holding] = max(since.get(holding, at), at)
-                self._allocations.bound(mine)
-                remembered = self._allocations.bindings(mine.keys() | uses.keys() | granted.keys())
-                stale, self._unused_since = stale_holdings(
-                    mine, uses, since, self._clock(), self._grace
+        async with self._allocations.lock:  # no Allocate while deciding
+            pool = _pool(self._cache.all())
+            views = {name: view(instance) for name, instance in pool.items()}
+            mine = recorded(views.values(), self._node)
+            # A grant is a use at the time of the grant: the kubelet may not have recorded it.
+            since = dict(self._unused_since)
+            granted = self._allocations.recent(self._grace)
+            for holding, at in granted.items():
+                since[holding] = max(since.get(holding, at), at)
+            self._allocations.bound(mine)
+            remembered = self._allocations.bindings(mine.keys() | uses.keys() | granted.keys())
+            stale, self._unused_since = stale_holdings(
+                mine, uses, since, self._clock(), self._grace
+            )
+            decision = sync(views.values(), self._node, uses, remembered)
+            self._allocations.fence(stale)
+
+            async def write(names: list[str]) -> set[str]:
+                """Write these Instances; returns those whose write got no answer."""
+                answered = await asyncio.gather(
+                    *(self._write(pool[n], views, uses, remembered, stale, done) for n in names)
                 )
-                decision = sync(views.values(), self._node, uses, remembered)
-                fence.enter_context(self._allocations.freeing(stale))
+                return {n for n, ok in zip(names, answered, strict=True) if not ok}
 
-                async def write(names: Collection[str]) -> None:
-                    await asyncio.gather(
-                        *(self._write(pool[n], views, uses, remembered, stale, done) for n in names)
-                    )
-
-                # A lost record is restored before an Allocate could give its slot away.
-                await write(decision.record.keys())
-            await write({mine[h].instance for h in stale} - decision.record.keys())
+            # A lost record is restored before an Allocate could give its slot away.
+            unanswered = await write(sorted(decision.record))
+        releases = {mine[h].instance for h in stale} - decision.record.keys()
+        unanswered |= await write(sorted(releases))
+        self._allocations.fence({h for h in stale if mine[h].instance in unanswered})
         done.conflicts, done.unknown = decision.conflicts, decision.unknown
         await self._report(pool, decision.conflicts)
         await self._tell(
@@ -224,8 +227,9 @@ class Reclaimer:
         remembered: Mapping[slots.Holding, SlotRef],
         stale: Collection[slots.Holding],
         done: Round,
-    ) -> None:
-        """Release `stale` and record what the record lost, decided again on the fresh Instance."""
+    ) -> bool:
+        """Release `stale` and record what the record lost, decided again on the fresh Instance.
+        False when the write got no answer: it may still land."""
         namespace, name = instance.metadata.namespace or "", instance.metadata.name or ""
         others = [v for n, v in views.items() if n != name]
         changes: list[tuple[set[slots.Holding], set[slots.Holding]]] = []
@@ -251,9 +255,9 @@ class Reclaimer:
             log.warning(
                 "cannot write the slots of Instance %s/%s: %s", namespace, name, describe(error)
             )
-            return
+            return isinstance(error, ApiException | UpdateConflict)
         if stored is None or not changes:
-            return
+            return True
         freed, again = (sorted(c, key=str) for c in changes[0])
         for holding in freed:
             log.info(
@@ -275,6 +279,7 @@ class Reclaimer:
         done.recorded += again
         if freed and slots.disposable(view(stored)) and stored.metadata.deletion_timestamp is None:
             await self._delete(stored)
+        return True
 
     async def _delete(self, instance: Instance) -> None:
         """Delete an Instance kept only for the slots just freed, unless it changed since."""
