@@ -280,6 +280,10 @@ DRA_NOT_ALWAYS_USED: dict[str, dict[Grant, str]] = {
         "changed (brokers.py); here they went with their Instances, by owner reference",
         Grant("resource.k8s.io", "deviceclasses", "update"): "a Configuration edited "
         "(controller/dra.py)",
+        Grant(
+            "coordination.k8s.io", "leases", "update", "akri-controller"
+        ): "the leader renews its Lease every "
+        "5 s (controller/leader.py); this run can end before the first renewal",
         Grant("resource.k8s.io", SLICES, "update"): "a shared pool whose devices or nodes "
         "change (controller/dra.py)",
     },
