@@ -212,7 +212,8 @@ def _add_sim(subparsers: Subparsers) -> None:
         help="install this Helm chart (helm/akri) with the real Helm engine (helm-sdkpy) as "
         "release akri in namespace akri, with the debugEcho example, instead of running akri "
         "inside the simulator: its agent DaemonSet and controller Deployment run as real "
-        "processes (needs root)",
+        "processes, each pod with its own network (needs root, unshare, nsenter, setpriv and "
+        "ip; elsewhere akri runs inside the simulator with crds/examples/debugEcho.yaml)",
     )
     parser.add_argument(
         "--log-level", default="WARNING", help="logging level (default: %(default)s)"
