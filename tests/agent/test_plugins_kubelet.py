@@ -6,6 +6,8 @@ Rules: docs/design.md §6.
 from __future__ import annotations
 
 from akri import naming
+from akri.agent.plugins.plugin import CONCURRENT_REGISTRATIONS
+from akri.proto.deviceplugin.v1beta1.constants import KUBELET_SOCKET_NAME
 from akri.sim.kubelet import Container
 from tests.agent.conftest import AgentNode, Cluster, StartNode, configuration
 from tests.kubelet.plugin import FakePlugin
@@ -149,3 +151,34 @@ async def test_a_restarted_agent_registers_again_and_pods_keep_their_slots(
     assert node.kubelet.pods[pod.spec.uid] == pod
     assert await cluster.usage(name) == usage
     await node.admit(Container("app", {resource: 1}))  # the other slot
+
+
+async def test_a_kubelet_restart_registers_each_of_many_plugins_exactly_once_more(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    """More plugins than register at once: each gets one new incarnation and one new
+    registration, and no old server is left serving."""
+    cluster.set_configuration(CONFIG)
+    node = await start_node("node-a")
+    names = [
+        await cluster.create_instance(CONFIG, f"dev{i}", [node.name])
+        for i in range(2 * CONCURRENT_REGISTRATIONS + 3)
+    ]
+    resources = [naming.resource_name(name) for name in names] + [CL]
+    await eventually(lambda: node.manager.ready, "every plugin registered")
+    assert all(node.kubelet.registrations[r] == 1 for r in resources)
+
+    await node.kubelet.restart()
+
+    await node.until(lambda: registered_again(node, *resources), "every plugin re-registered")
+    await eventually(lambda: node.manager.ready, "the manager to be ready again")
+    assert {r: node.kubelet.registrations[r] for r in resources} == dict.fromkeys(resources, 2)
+    current = {p.server.name for p in node.manager.plugins.values() if p.server is not None}
+    assert len(current) == len(resources)
+    await eventually(
+        lambda: (
+            {s.name for s in node.kubelet.device_plugins_dir.glob("*.sock")}
+            == current | {KUBELET_SOCKET_NAME}
+        ),
+        "only the new incarnations' sockets",
+    )

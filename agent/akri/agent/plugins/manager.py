@@ -107,6 +107,9 @@ class PluginManager:
         """The plugins running now, by resource name."""
         return {resource: plugin for resource, (plugin, _) in self._running.items()}
 
+    def _plugins(self) -> list[Plugin]:
+        return [plugin for plugin, _ in self._running.values()]
+
     @property
     def commits(self) -> GroupCommit:
         """Where this node's Allocates are decided and written together."""
@@ -129,7 +132,7 @@ class PluginManager:
         """Follow the cache until cancelled, then stop every plugin."""
         try:
             async with asyncio.TaskGroup() as tasks:
-                tasks.create_task(self._watch.run(lambda: self.plugins.values()))
+                tasks.create_task(self._watch.run(self._plugins))
                 if self._problems is not None:
                     tasks.create_task(self._report_problems(self._problems))
                 with self._cache.subscribe() as changes:

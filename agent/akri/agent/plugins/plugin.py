@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Collection, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ import grpc
 from akri.agent.plugins.desired import PluginSpec
 from akri.agent.plugins.kubelet_watch import Identity, socket_identity
 from akri.agent.plugins.registration import KubeletRegistration
-from akri.agent.plugins.server import PluginServer
+from akri.agent.plugins.server import PluginServer, generic_handlers
 from akri.agent.plugins.servicer import PluginServicer
 from akri.backoff import Backoff
 from akri.logs import OnceLog
@@ -59,6 +59,7 @@ class Plugin:
         self._warn_once = OnceLog(log)
         self.server: PluginServer | None = None
         self._servicer = servicer
+        self._handlers = generic_handlers(servicer)  # the same for every incarnation
         self._directory = directory
         self._registration = registration
         self._backoff = backoff
@@ -66,8 +67,10 @@ class Plugin:
         self._turns = turns or asyncio.Semaphore(1)
         self._wake = asyncio.Event()
         self._epoch = 0  # bumped by every Register and every new or stopped server
-        self._registering = False
+        self._registering: asyncio.Future[None] | None = None
         self._registered_on: Identity | None = None
+        self._registered_before = False
+        self._retiring: set[asyncio.Task[None]] = set()
         servicer.stream_listener = self._stream_opened
 
     @property
@@ -80,12 +83,20 @@ class Plugin:
             self._problem = problem
             self.on_problem()
 
-    def check(self, kubelet: Identity | None) -> None:
-        """The kubelet watch's tick: wake up when the kubelet is new or our socket is gone."""
+    def check(self, kubelet: Identity | None, names: Collection[str]) -> None:
+        """The kubelet watch's tick: wake up when the kubelet is new or our socket is no
+        longer among the directory's `names`."""
         if kubelet is None:
             return  # no kubelet: wait until one serves (its identity will differ)
-        if kubelet != self._registered_on or (self.server is not None and self.server.gone):
-            self._wake.set()
+        server = self.server
+        if kubelet != self._registered_on or (server is not None and server.name not in names):
+            self._wake_up()
+
+    def _wake_up(self) -> None:
+        """A sign calls for a fresh attempt: one in flight is given up."""
+        self._wake.set()
+        if self._registering is not None:
+            self._registering.cancel()
 
     async def run(self) -> None:
         """Keep the plugin registered until cancelled; then stop serving."""
@@ -107,7 +118,8 @@ class Plugin:
             self.registered = False
             self._epoch += 1
             if self.server is not None:
-                await self.server.stop()
+                self._retire(self.server)
+            await asyncio.gather(*self._retiring)
 
     async def _attempt(self) -> bool:
         """Serve a fresh incarnation when needed and register it; False to retry later."""
@@ -128,12 +140,19 @@ class Plugin:
         old, self.server = self.server, None
         self._epoch += 1
         if old is not None:
-            await old.stop()
+            self._retire(old)
         server = PluginServer(
-            self._servicer, self._directory, self.spec.resource, self._servicer.options
+            self._handlers, self._directory, self.spec.resource, self._servicer.options
         )
         await server.start()
         self.server = server
+
+    def _retire(self, server: PluginServer) -> None:
+        """Stop a previous incarnation without waiting for it: its socket is gone or about to
+        be, and the next one need not wait (a thousand of them after a kubelet restart)."""
+        task = asyncio.create_task(server.stop())
+        self._retiring.add(task)
+        task.add_done_callback(self._retiring.discard)
 
     async def _register(self) -> bool:
         assert self.server is not None
@@ -142,7 +161,6 @@ class Plugin:
             log.debug("%s: waiting for %s", self.spec, self._registration.socket)
             return False
         self._epoch += 1
-        self._registering = True
         try:
             done = await self._unless_woken(
                 self._registration.register(
@@ -155,10 +173,11 @@ class Plugin:
             )
             self._warn_once(f"{self.spec}: {self.problem} (retrying; logged once)")
             return False
-        finally:
-            self._registering = False
         if done:
-            log.info("%s registered as %s", self.spec, self.server.socket.name)
+            # Once at INFO; again (a thousand plugins after each kubelet restart) at DEBUG.
+            level = logging.DEBUG if self._registered_before else logging.INFO
+            log.log(level, "%s registered as %s", self.spec, self.server.name)
+            self._registered_before = True
         return done
 
     async def _unless_woken(self, call: Coroutine[Any, Any, None]) -> bool:
@@ -167,25 +186,27 @@ class Plugin:
         A kubelet that restarts during Register dials a socket it has just deleted and waits
         its whole dial timeout; the deleted socket is noticed sooner, and a new attempt wins.
         """
-        task = asyncio.ensure_future(call)
-        woken = asyncio.ensure_future(self._wake.wait())
-        try:
-            await asyncio.wait((task, woken), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            task.cancel()
-            woken.cancel()
-            await asyncio.gather(task, woken, return_exceptions=True)
-        if task.cancelled():
+        if self._wake.is_set():
+            call.close()
             return False
-        task.result()
+        registering = self._registering = asyncio.ensure_future(call)
+        try:
+            await registering
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # this plugin is being stopped
+            return False  # woken
+        finally:
+            self._registering = None
         return True
 
     def _stream_opened(self) -> Callable[[], None]:
         epoch = self._epoch
 
         def ended() -> None:
-            if epoch == self._epoch and not self._registering:
-                log.info("%s: kubelet closed ListAndWatch, registering again", self.spec)
-                self._wake.set()
+            if epoch == self._epoch and self._registering is None:
+                log.debug("%s: kubelet closed ListAndWatch, registering again", self.spec)
+                self._wake_up()
 
         return ended

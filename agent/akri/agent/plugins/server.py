@@ -47,7 +47,8 @@ class _GenericHandlers:
         """Left out on purpose (see the module docstring)."""
 
 
-def _generic_handlers(servicer: DevicePluginServicer) -> list[grpc.GenericRpcHandler]:
+def generic_handlers(servicer: DevicePluginServicer) -> list[grpc.GenericRpcHandler]:
+    """What serves `servicer`; the same for each of its incarnations."""
     collected = _GenericHandlers()
     add_DevicePluginServicer_to_server(servicer, cast(grpc.aio.Server, collected))
     return collected.handlers
@@ -56,15 +57,18 @@ def _generic_handlers(servicer: DevicePluginServicer) -> list[grpc.GenericRpcHan
 class PluginServer:
     def __init__(
         self,
-        servicer: DevicePluginServicer,
+        handlers: Sequence[grpc.GenericRpcHandler],
         directory: Path,
         resource: str,
         options: DevicePluginOptions,
     ) -> None:
+        """`handlers`: what `generic_handlers` made of the plugin's servicer."""
         self.resource = resource
         self.options = options
-        self.socket = directory / socket_name(directory, resource, new_nonce())
-        self._servicer = servicer
+        self.name = socket_name(directory, resource, new_nonce())
+        """The socket's file name, which is the endpoint the kubelet is given."""
+        self.socket = directory / self.name
+        self._handlers = handlers
         self._server: grpc.aio.Server | None = None
 
     @property
@@ -75,7 +79,7 @@ class PluginServer:
     async def start(self) -> None:
         self.socket.parent.mkdir(parents=True, exist_ok=True)
         server = grpc.aio.server()
-        server.add_generic_rpc_handlers(_generic_handlers(self._servicer))
+        server.add_generic_rpc_handlers(self._handlers)
         add_port(server, f"unix://{self.socket}")
         await server.start()
         self._server = server
@@ -85,7 +89,7 @@ class PluginServer:
         """What announces this incarnation to the kubelet."""
         return RegisterRequest(
             version=VERSION,
-            endpoint=self.socket.name,
+            endpoint=self.name,
             resource_name=self.resource,
             options=self.options,
         )
