@@ -5,8 +5,8 @@ writes, so that the reclaimer never frees a slot the kubelet was just given. One
 time per node made a burst of Allocates wait in line, a round trip (and a conflict) each.
 Here an Allocate joins a queue; one task takes every request queued by then, decides them in
 arrival order on the current state (`decide_batch`: a request that cannot be met is refused
-alone and keeps nothing), and writes each changed Instance once (all of them at once),
-guarded and only over the state it was decided on. A write that meets a newer state makes the
+alone and keeps nothing), and writes each changed Instance once, guarded and only over the
+state it was decided on. A write that meets a newer state makes the
 whole batch decide again on the fresh state; slots this node already holds pass, so the rounds
 converge. Requests that arrive meanwhile form the next batch.
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import zlib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -206,20 +207,20 @@ class GroupCommit:
                 waiting.answer.set_exception(outcome)
 
     async def _write(self, base: State, state: State) -> bool:
-        """Write every Instance whose usage was decided to change, all at once (a round trip
-        for the batch, not one per Instance); False when one had changed meanwhile (decide
-        again). Returns or raises only when no write is in flight any more."""
-        writes = [
-            asyncio.ensure_future(self._write_one(key, base[key], decided))
-            for key, decided in sorted(state.items())
-            if decided.usage != base[key].usage
-        ]
-        try:
-            return all(await asyncio.gather(*writes))
-        finally:
-            for write in writes:
-                write.cancel()
-            await asyncio.gather(*writes, return_exceptions=True)
+        """Write every Instance whose usage was decided to change, one after another; False
+        when one had changed meanwhile (decide again: what was written before it is held).
+
+        In sequence rather than all at once: nodes deciding on the same Instances at the same
+        time would otherwise meet on every one of them in every round, and each meeting is a
+        409 and another round. Each node starts at its own place in the order, so the nodes
+        of a burst spread over the Instances instead of all queueing for the first one.
+        """
+        changed = sorted(key for key, decided in state.items() if decided.usage != base[key].usage)
+        start = zlib.crc32(self._node.encode()) % len(changed) if changed else 0
+        for key in changed[start:] + changed[:start]:
+            if not await self._write_one(key, base[key], state[key]):
+                return False
+        return True
 
     async def _write_one(
         self, key: Key, decided_on: slots.Instance, decided: slots.Instance
