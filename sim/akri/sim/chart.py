@@ -1,8 +1,10 @@
 """What `akri sim --chart` installs: the chart's values for the local cluster (pure).
 
 The values are the README's `helm install` (the agent's embedded debugEcho and the debugEcho
-example). When pods share the host's network, each listener of the chart's pods needs a port
-no other pod uses, so one agent and one controller, each on its own telemetry port.
+example), and the agents may read Secrets named in discoveryProperties, as the ONVIF example
+(crds/examples/onvif.yaml) needs. When pods share the host's network, each listener of the
+chart's pods needs a port no other pod uses, so one agent and one controller, each on its own
+telemetry port.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any, Final
 RELEASE: Final = "akri"
 NAMESPACE: Final = "akri"
 EXAMPLE: Final[Mapping[str, Any]] = {
-    "agent": {"embedDebugEcho": True},
+    "agent": {"embedDebugEcho": True, "discoveryPropertiesFrom": {"secrets": True}},
     "examples": {"debugEcho": {"enabled": True}},
 }
 SHARED_NETWORK: Final[Mapping[str, Any]] = {
