@@ -112,3 +112,32 @@ async def test_forced_conflicts_are_retried_then_reported(
         await GuardedWriter(api, INSTANCES, attempts=3).update(
             "default", "cfg-000003", claim("b", 1)
         )
+
+
+async def test_after_a_conflict_a_newer_known_version_is_decided_on_without_a_read(
+    apiserver: ApiServer, api: client.ApiClient
+) -> None:
+    stale = await create(api, "cfg-000004")
+    newer = await GuardedWriter(api, INSTANCES).update("default", "cfg-000004", claim("a", 0))
+    assert newer is not None
+    reads = apiserver.faults.add(verb="get", resource="instances")
+    stored = await GuardedWriter(api, INSTANCES).update(
+        "default", "cfg-000004", claim("b", 1), cached=stale, refresh=lambda: newer
+    )
+    assert stored is not None
+    assert stored["spec"]["deviceUsage"] == {"cfg-000004-0": "a", "cfg-000004-1": "b"}
+    assert reads.hits == 0
+
+
+async def test_a_known_version_that_met_a_conflict_is_read_again(
+    apiserver: ApiServer, api: client.ApiClient
+) -> None:
+    stale = await create(api, "cfg-000005")
+    await GuardedWriter(api, INSTANCES).update("default", "cfg-000005", claim("a", 0))
+    reads = apiserver.faults.add(verb="get", resource="instances")
+    stored = await GuardedWriter(api, INSTANCES).update(
+        "default", "cfg-000005", claim("b", 1), cached=stale, refresh=lambda: stale
+    )
+    assert stored is not None
+    assert stored["spec"]["deviceUsage"] == {"cfg-000005-0": "a", "cfg-000005-1": "b"}
+    assert reads.hits == 1

@@ -152,9 +152,13 @@ class InstanceCache:
             changed = mutate(Instance.from_wire(obj))
             return None if changed is None else protected(changed).to_wire()
 
-        known = self._parsed.get((namespace, name))
-        cached = None if known is None else known.to_wire()
-        stored = await self.writer.update(namespace, name, on_wire, cached=cached)
+        stored = await self.writer.update(
+            namespace,
+            name,
+            on_wire,
+            cached=self._wire(namespace, name),
+            refresh=functools.partial(self._wire, namespace, name),
+        )
         return None if stored is None else self._remember(stored)
 
     async def update_status(
@@ -169,10 +173,13 @@ class InstanceCache:
             obj["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
             return obj
 
-        known = self._parsed.get((namespace, name))
-        cached = None if known is None else known.to_wire()
         stored = await self.writer.update(
-            namespace, name, on_wire, cached=cached, subresource="status"
+            namespace,
+            name,
+            on_wire,
+            cached=self._wire(namespace, name),
+            refresh=functools.partial(self._wire, namespace, name),
+            subresource="status",
         )
         if stored is not None:
             self._remember(stored)
@@ -190,9 +197,20 @@ class InstanceCache:
             ),
         )
 
+    def _wire(self, namespace: str, name: str) -> Object | None:
+        """The cached Instance as the API sent it, for a guarded write to decide on."""
+        known = self._parsed.get((namespace, name))
+        return None if known is None else known.to_wire()
+
     def _remember(self, stored: Object) -> Instance:
+        key = object_key(stored)
+        known = self._parsed.get(key)
+        if known is not None and known.metadata.resource_version == stored["metadata"].get(
+            "resourceVersion"
+        ):
+            return known  # the version the cache holds (a write decided nothing new)
         instance = Instance.from_wire(stored)
-        self._store(object_key(stored), instance)
+        self._store(key, instance)
         return instance
 
     async def _observe(self, kind: EventType, obj: Object) -> None:

@@ -78,16 +78,21 @@ class GuardedWriter:
         mutate: Mutation,
         *,
         cached: Object | None = None,
+        refresh: Callable[[], Object | None] | None = None,
         subresource: str | None = None,
     ) -> Object | None:
         """Apply `mutate` until a write succeeds; returns the stored object (None: it is gone).
 
         `cached` (e.g. from a reflector) saves the first read; a stale copy only costs one 409.
-        `mutate` gets a private copy and must be a pure decision on it: it runs again on every
-        conflict. When it returns None nothing is written and the current object is returned.
+        After a 409, `refresh` (the reflector's copy now) is asked first: a version that has
+        not met a 409 yet is decided on instead of reading the object again, and the watch
+        usually brings the newer version during the backoff. `mutate` gets a private copy and
+        must be a pure decision on it: it runs again on every conflict. When it returns None
+        nothing is written and the object it was given is returned.
         """
         backoff = self._backoff()
         current = cached
+        conflicted: set[str] = set()
         for _ in range(self._attempts):
             if current is None:
                 current = await self.read(namespace, name)
@@ -106,8 +111,11 @@ class GuardedWriter:
                     raise
             self._on_conflict()
             log.debug("conflict writing %s/%s, re-reading", namespace, name)
-            current = None
+            conflicted.add(current["metadata"]["resourceVersion"])
             await asyncio.sleep(backoff.next_delay())
+            current = refresh() if refresh is not None else None
+            if current is not None and current["metadata"].get("resourceVersion") in conflicted:
+                current = None  # nothing newer known here: read it
         raise UpdateConflict(f"{self._resource.plural} {namespace}/{name}: still conflicting")
 
     async def _replace(
