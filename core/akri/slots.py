@@ -189,6 +189,15 @@ class Instance:
         return self._tally.in_use
 
     @cached_property
+    def reusable(self) -> bool:
+        """Whether a node may give the slots it holds to new containers (a kubelet hands a
+        device one container no longer uses to the next): not while the Instance is being
+        deleted, nor while more slots are held than its capacity. A capacity lowered under
+        running containers leaves them their slots, and none goes to a new container until
+        releases bring the held slots down to the capacity."""
+        return not self.terminating and self.held <= self.capacity
+
+    @cached_property
     def grantable(self) -> tuple[int, ...]:
         """Free slots below capacity that may all be granted at once now, lowest first.
 
@@ -280,10 +289,10 @@ def il_health(instance: Instance, node: str) -> dict[str, bool]:
 
     Healthy slots are exactly what `allocate_il` grants, all at once: a free slot that would
     exceed capacity (held slots past a lowered capacity) is Unhealthy, not an admission error.
-    Nothing of an Instance being deleted is Healthy: its held slots go to no new container.
+    The slots `node` holds are Healthy only while the Instance is `reusable`.
     """
     healthy = set(instance.grantable)
-    if not instance.terminating:
+    if instance.reusable:
         healthy.update(
             i for i in instance.held_by(node) if isinstance(instance.slots[i], NodeHolder)
         )
@@ -401,19 +410,21 @@ def cl_devices(
 ) -> list[str]:
     """ListAndWatch of the configuration-level plugin on `node`, all Healthy.
 
-    The devices `node` holds plus new ids for the capacity it could still get from Instances it
-    sees: one per Instance with a grantable slot when `unique`, else one per grantable slot.
-    Devices held in an Instance being deleted are left out: they go to no new container.
+    The devices `node` holds in `reusable` Instances plus new ids for the capacity it could
+    still get from Instances it sees: one per Instance with a grantable slot when `unique`,
+    else one per grantable slot. The devices it holds elsewhere are left out (they go to no new
+    container) and no new id takes their name: Allocate would take it for a re-offer.
     Any set of the new ids fits one container, so a request that cannot fit stays Pending.
     """
     pool = _pool(configuration, instances).values()
-    held = _bindings([i for i in pool if not i.terminating], node).keys()
+    bound = _bindings(pool, node).keys()
+    held = _bindings([i for i in pool if i.reusable], node).keys()
     visible = [i for i in pool if node in i.nodes]
     fresh = sum(min(len(i.grantable), 1) if unique else len(i.grantable) for i in visible)
     new: list[str] = []
     n = 0
     while len(new) < fresh:
-        if (device := cl_device_id(configuration, n)) not in held:
+        if (device := cl_device_id(configuration, n)) not in bound:
             new.append(device)
         n += 1
     return sorted([*held, *new], key=_device_order)

@@ -247,6 +247,38 @@ def test_il_healthy_slots_are_the_ones_capacity_still_allows() -> None:
         allocate_il(a, "n", ["cfg-a-0", "cfg-a-1", "cfg-a-2"])
 
 
+def test_slots_held_over_a_lowered_capacity_go_to_no_new_container() -> None:
+    """Capacity 2 -> 1 while n holds both slots (soak seed 2337421052): the containers using
+    them keep them, but a slot n's ended container left must not go to a new one, or two
+    containers use a device of capacity 1."""
+    a = inst("cfg-a", 1, "n", "m")
+    assert not a.reusable
+    assert il_health(a, "n") == {"cfg-a-0": False}
+    assert il_health(release(a, "m"), "n") == {"cfg-a-0": True}  # back to capacity: reusable
+    b = inst("cfg-a", 1, "C:cfg-0:n", "C:cfg-1:n")
+    assert cl_devices(CFG, [b], "n", unique=True) == []
+    one_left = release(b, "n", {Holding("akri.sh/cfg", "cfg-0")})
+    assert cl_devices(CFG, [one_left], "n", unique=True) == ["cfg-1"]
+    assert allocate_cl(CFG, [b], "n", [["cfg-1"]], unique=True).instances == {}  # re-offer
+
+
+@pytest.mark.parametrize(
+    "closed",
+    [
+        replace(inst("cfg-a", 1, "C:cfg-0:n"), terminating=True),
+        inst("cfg-a", 1, "C:cfg-0:n", "m"),
+    ],
+)
+def test_a_new_id_never_takes_the_name_of_a_device_held_where_it_is_not_offered(
+    closed: Instance,
+) -> None:
+    """Allocate would take the new id for a re-offer of the held one and grant its slot."""
+    pool = [closed, inst("cfg-b", 1)]
+    assert cl_devices(CFG, pool, "n", unique=True) == ["cfg-1"]
+    (binding,) = allocate_cl(CFG, pool, "n", [["cfg-1"]], unique=True).containers[0]
+    assert binding.instance == "cfg-b"
+
+
 # --- configuration level (§5.3) and the worked example (§5.4) --------------------------------
 
 

@@ -202,10 +202,10 @@ class Checker:
     def _over_capacity(
         self, snapshot: Snapshot, holders: Mapping[tuple[str, str], set[tuple[str, str]]]
     ) -> Iterable[_Problem]:
-        in_use: dict[str, set[str]] = {}
+        in_use: dict[str, dict[str, set[tuple[str, str]]]] = {}
         users = set()
         for (instance, slot), pods in holders.items():
-            in_use.setdefault(instance, set()).add(slot)
+            in_use.setdefault(instance, {})[slot] = pods
             users |= {(instance, pod) for _, pod in pods}
         self._first_use = {u: self._first_use.get(u, snapshot.at) for u in users}
         for name, view in snapshot.instances.items():
@@ -215,11 +215,14 @@ class Checker:
         for name, slots in sorted(in_use.items()):
             allowed = self._allowed(name)
             if len(slots) > allowed:
+                used = ", ".join(
+                    f"{slot} by {' and '.join(f'{pod} on {node}' for node, pod in sorted(pods))}"
+                    for slot, pods in sorted(slots.items())
+                )
                 yield _Problem(
                     "over-capacity",
                     (name,),
-                    f"{name} has {len(slots)} slots in use ({', '.join(sorted(slots))}), "
-                    f"capacity {allowed}",
+                    f"{name} has {len(slots)} slots in use ({used}), capacity {allowed}",
                 )
 
     def _allowed(self, instance: str) -> int:
