@@ -33,7 +33,6 @@ ResourceSlices (a real kubelet deletes them after a grace period unless it comes
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from akri.proto.dra.v1.api_pb2_grpc import DRAPluginStub
 from akri.proto.dra.v1.constants import DRA_PLUGIN_SERVICE
 from akri.proto.drahealth.v1alpha1 import api_pb2 as health
 from akri.proto.drahealth.v1alpha1.api_pb2_grpc import DRAResourceHealthStub
+from akri.sim.kubelet import rpc
 from akri.sim.kubelet.plugin_watcher import RegistrationRefused
 
 if TYPE_CHECKING:
@@ -56,6 +56,7 @@ log = logging.getLogger(__name__)
 
 Object = Mapping[str, Any]
 CALL_TIMEOUT_S: Final = 45.0
+_CUT: Final = "the plugin's connection closed during the call"
 HEALTH_RETRY_S: Final = 5.0
 
 
@@ -261,9 +262,13 @@ class DraManager:
         )
         self.calls["prepare"] += 1
         try:
-            response = await stub.NodePrepareResources(request, timeout=self._call_timeout)
+            response = await rpc.answer(
+                stub.NodePrepareResources(request, timeout=self._call_timeout)
+            )
         except grpc.aio.AioRpcError as error:
             raise PrepareError(f"NodePrepareResources: {error.details()}") from None
+        except rpc.ChannelClosed:
+            raise PrepareError(f"NodePrepareResources: {_CUT}") from None
         by_uid = {info.uid: info for info in infos}
         for claim_uid, answer in response.claims.items():
             info = by_uid.get(claim_uid)
@@ -343,7 +348,12 @@ class DraManager:
             claims=[dra.Claim(namespace=i.namespace, uid=i.uid, name=i.name) for i in infos]
         )
         self.calls["unprepare"] += 1
-        response = await stub.NodeUnprepareResources(request, timeout=self._call_timeout)
+        try:
+            response = await rpc.answer(
+                stub.NodeUnprepareResources(request, timeout=self._call_timeout)
+            )
+        except rpc.ChannelClosed:
+            raise PrepareError(f"NodeUnprepareResources: {_CUT}") from None
         done = set()
         for claim_uid, answer in response.claims.items():
             if answer.error:
@@ -362,6 +372,6 @@ def _requested(container: Object) -> set[str]:
 async def _close(plugin: _Plugin) -> None:
     if plugin.health is not None:
         plugin.health.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await plugin.health
+        # gather, not a suppressed CancelledError: a cancellation of the caller must pass
+        await asyncio.gather(plugin.health, return_exceptions=True)
     await plugin.channel.close()

@@ -26,6 +26,7 @@ from akri.proto.deviceplugin.v1beta1.api_pb2 import (
     PreferredAllocationRequest,
 )
 from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import DevicePluginStub
+from akri.sim.kubelet import rpc
 from akri.sim.kubelet.model import AllocationError, RegistrationError
 
 if TYPE_CHECKING:  # the async stub type exists only in the generated typing stubs
@@ -170,17 +171,13 @@ class PluginEndpoint:
         await self._channel.close()
 
     async def _call(self, method: str, call: Awaitable[T]) -> T:
-        """An admission call; every way it fails is an AllocationError. `close` cancels calls
-        in flight, which grpc reports as a CancelledError: that is the call failing (as the
-        kubelet sees a canceled RPC), unless the caller itself is being cancelled."""
+        """An admission call; every way it fails is an AllocationError (`close` cuts calls
+        in flight)."""
         try:
-            return await call
+            return await rpc.answer(call)
         except grpc.aio.AioRpcError as error:
             raise AllocationError(_rpc_failure(method, error)) from None
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                raise
+        except rpc.ChannelClosed:
             raise AllocationError(f"{method} failed: endpoint {self.resource} stopped") from None
 
     def _refuse_if_stopped(self) -> None:
