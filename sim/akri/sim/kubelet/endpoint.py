@@ -90,7 +90,8 @@ class PluginEndpoint:
         channel = grpc.aio.insecure_channel(f"unix://{socket}")
         try:
             try:
-                await asyncio.wait_for(channel.channel_ready(), dial_timeout)
+                async with asyncio.timeout(dial_timeout):
+                    await channel.channel_ready()
             except TimeoutError:
                 raise RegistrationError(f"failed to dial device plugin: {socket}") from None
             stub: DevicePluginAsyncStub = DevicePluginStub(channel)

@@ -105,8 +105,8 @@ class DeviceManager:
         for resource in list(self._expiry):
             self._cancel_expiry(resource)
         resources, self._resources = self._resources, {}
-        for entry in resources.values():
-            await entry.plugin.close()
+        # All at once, as a kubelet that goes down drops every connection at the same moment.
+        await asyncio.gather(*(entry.plugin.close() for entry in resources.values()))
         self._on_change()
 
     def restore(self) -> None:
