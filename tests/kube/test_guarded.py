@@ -114,30 +114,20 @@ async def test_forced_conflicts_are_retried_then_reported(
         )
 
 
-async def test_after_a_conflict_a_newer_known_version_is_decided_on_without_a_read(
-    apiserver: ApiServer, api: client.ApiClient
+@pytest.mark.parametrize(("known", "reads_expected"), [("newer", 0), ("stale", 1)])
+async def test_after_a_conflict_a_version_known_newer_is_decided_on_without_a_read(
+    apiserver: ApiServer, api: client.ApiClient, known: str, reads_expected: int
 ) -> None:
-    stale = await create(api, "cfg-000004")
-    newer = await GuardedWriter(api, INSTANCES).update("default", "cfg-000004", claim("a", 0))
+    """`refresh` offers the newer version: no read; it offers the one that met the 409: read."""
+    name = f"cfg-refresh-{known}"
+    stale = await create(api, name)
+    newer = await GuardedWriter(api, INSTANCES).update("default", name, claim("a", 0))
     assert newer is not None
+    offered = {"newer": newer, "stale": stale}[known]
     reads = apiserver.faults.add(verb="get", resource="instances")
     stored = await GuardedWriter(api, INSTANCES).update(
-        "default", "cfg-000004", claim("b", 1), cached=stale, refresh=lambda: newer
+        "default", name, claim("b", 1), cached=stale, refresh=lambda: offered
     )
     assert stored is not None
-    assert stored["spec"]["deviceUsage"] == {"cfg-000004-0": "a", "cfg-000004-1": "b"}
-    assert reads.hits == 0
-
-
-async def test_a_known_version_that_met_a_conflict_is_read_again(
-    apiserver: ApiServer, api: client.ApiClient
-) -> None:
-    stale = await create(api, "cfg-000005")
-    await GuardedWriter(api, INSTANCES).update("default", "cfg-000005", claim("a", 0))
-    reads = apiserver.faults.add(verb="get", resource="instances")
-    stored = await GuardedWriter(api, INSTANCES).update(
-        "default", "cfg-000005", claim("b", 1), cached=stale, refresh=lambda: stale
-    )
-    assert stored is not None
-    assert stored["spec"]["deviceUsage"] == {"cfg-000005-0": "a", "cfg-000005-1": "b"}
-    assert reads.hits == 1
+    assert stored["spec"]["deviceUsage"] == {f"{name}-0": "a", f"{name}-1": "b"}
+    assert reads.hits == reads_expected
