@@ -101,7 +101,7 @@ def _run_sim(args: argparse.Namespace) -> int:
     from akri.dra.mode import Mode
     from akri.sim.chart import example_beside
     from akri.sim.cluster import node_names
-    from akri.sim.main import pod_network, run
+    from akri.sim.main import CHART_FALLBACK, pod_network, run
 
     try:
         nodes = node_names(args.nodes)
@@ -116,7 +116,11 @@ def _run_sim(args: argparse.Namespace) -> int:
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
     )
     try:
-        network = None if args.chart is None else pod_network(len(nodes), args.port)
+        network = None
+        if args.chart is not None:
+            network = pod_network(len(nodes), args.port, CHART_FALLBACK)
+        elif args.workloads == "processes":
+            network = pod_network(len(nodes), args.port, "its pods share this machine's network")
         manifests = list(args.apply)
         if args.chart is not None and network is None:
             manifests.append(example_beside(args.chart))
@@ -202,8 +206,8 @@ def _add_sim(subparsers: Subparsers) -> None:
         default="in-process",
         help="how akri runs: agents and controller inside the simulator, or (processes, needs "
         "root) as a cluster runs it, an agent DaemonSet and a controller Deployment whose pods "
-        "of the project's image (AKRI_SIM_IMAGE) the simulated kubelets run as real processes "
-        "(default: %(default)s)",
+        "of the project's image (AKRI_SIM_IMAGE) the simulated kubelets run as real processes, "
+        "each pod with its own network where it can be made (default: %(default)s)",
     )
     parser.add_argument(
         "--chart",

@@ -1,4 +1,5 @@
-"""The chart installed by the real Helm engine into `akri sim --bare` whose pods run as processes.
+"""The chart installed by the real Helm engine into `akri sim --bare --workloads processes`: two
+nodes whose pods run as processes, each in its own network namespace, and no value overridden.
 
 The install command is the one the README and the user guide give; Helm waits for the agent
 DaemonSet and the controller Deployment to be Ready (real `akri-agent` and `akri-controller`
@@ -12,19 +13,24 @@ is one its roles grant, and every grant is used or explained.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import re
 import shutil
+import signal
+import sys
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 
-from akri.sim.chart import SHARED_NETWORK, merged
-from akri.sim.cluster import Cluster, RuntimeOptions
+from akri.sim.chart import merged
 from akri.sim.helm import HelmSession
+from akri.sim.podnet.cluster import TOOLS
 from tests.chart.docs_commands import commands, helm_install
 from tests.chart.helm_render import CHART
 from tests.chart.rbac_use import Grant, grants, used
@@ -35,20 +41,38 @@ pytestmark = [
     pytest.mark.slow,
     needs_kubectl,
     pytest.mark.skipif(
-        os.geteuid() != 0 or shutil.which("unshare") is None, reason="needs root and unshare"
+        os.geteuid() != 0 or any(shutil.which(tool) is None for tool in TOOLS),
+        reason="needs root and " + ", ".join(TOOLS),
     ),
 ]
-BROKERS = 2  # 2 debugEcho devices x 1 node
+BROKERS = 4  # 2 debugEcho devices x 2 nodes
 INSTANCE_LABEL = "app.kubernetes.io/instance"
 
 
+@dataclass(frozen=True)
+class Sim:
+    kubeconfig: Path
+    url: str
+
+
 @pytest.fixture
-async def cluster(socket_dir: Path) -> AsyncIterator[Cluster]:
-    options = RuntimeOptions(backoff_initial_s=0.2, backoff_max_s=2.0)
-    async with Cluster(
-        ["node-0"], workdir=socket_dir, processes=options, authorization=True
-    ) as running:
-        yield running
+async def cluster(socket_dir: Path) -> AsyncIterator[Sim]:
+    """`akri sim --bare --workloads processes` on two nodes, as a user starts it for Helm."""
+    kubeconfig = socket_dir / "kubeconfig"
+    sim = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "akri.cli", "sim", "--bare", "--workloads", "processes",
+        "--nodes", "2", "--kubeconfig", str(kubeconfig), "--workdir", str(socket_dir / "w"),
+        stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert sim.stdout is not None
+        banner = await asyncio.wait_for(sim.stdout.readuntil(b"Stop with Ctrl-C."), 120)
+        (url,) = re.findall(r"API server  (\S+)", banner.decode())
+        yield Sim(kubeconfig, url)
+    finally:
+        sim.send_signal(signal.SIGINT)
+        await asyncio.wait_for(sim.communicate(), 60)
+    assert sim.returncode == 0
 
 
 async def items(kubectl: Kubectl, *args: str) -> list[dict[str, Any]]:
@@ -131,8 +155,8 @@ def account(namespace: str, component: str) -> str:
     return f"system:serviceaccount:{namespace}:akri-{component}"
 
 
-async def access_log(cluster: Cluster) -> list[dict[str, Any]]:
-    url = f"{cluster.server.url}/_sim/access"
+async def access_log(cluster: Sim) -> list[dict[str, Any]]:
+    url = f"{cluster.url}/_sim/access"
     async with aiohttp.ClientSession() as session, session.get(url) as response:
         calls: list[dict[str, Any]] = await response.json()
     return calls
@@ -179,13 +203,13 @@ def rbac_was_exact(
 
 @pytest.mark.timeout(600)
 async def test_the_documented_install_runs_brokers_survives_an_upgrade_and_uninstalls_cleanly(
-    cluster: Cluster, tmp_path: Path
+    cluster: Sim, tmp_path: Path
 ) -> None:
     documented = commands()
     (command,) = {tuple(c) for c in documented if c[:2] == ["helm", "install"]}  # maybe twice
     install = helm_install(list(command))
     kubectl = Kubectl(cluster.kubeconfig, tmp_path, namespace=install.namespace)
-    values = merged(install.values, SHARED_NETWORK)
+    values = install.values
     async with HelmSession(cluster.kubeconfig, CHART) as helm:
         installed = await helm("install", install.release, install.namespace, values)
         assert installed == {"ok": {"status": "deployed"}}, installed
@@ -239,7 +263,7 @@ async def test_the_documented_install_runs_brokers_survives_an_upgrade_and_unins
 
 
 async def uninstalled_cleanly(
-    cluster: Cluster,
+    cluster: Sim,
     kubectl: Kubectl,
     roles: dict[str, set[Grant]],
     namespace: str,
@@ -293,18 +317,15 @@ DRA_NOT_ALWAYS_USED: dict[str, dict[Grant, str]] = {
 
 @pytest.mark.timeout(600)
 async def test_dra_mode_prepares_a_claim_with_exactly_the_rights_the_chart_grants(
-    cluster: Cluster, tmp_path: Path
+    cluster: Sim, tmp_path: Path
 ) -> None:
     """mode=dra: the agent publishes its node's devices, the controller the DeviceClass and the
     brokers (each with a claim template), and a pod asking for the Configuration's resource
     gets a claim; the agent's kubelet plugin prepares the claims;
     every call is granted, every DRA grant used (or explained), and uninstall leaves nothing."""
     kubectl = Kubectl(cluster.kubeconfig, tmp_path, namespace="akri")
-    example = {"enabled": True}
-    values = merged(
-        SHARED_NETWORK,
-        {"mode": "dra", "agent": {"embedDebugEcho": True}, "examples": {"debugEcho": example}},
-    )
+    example = {"enabled": True, "capacity": 3}  # a slot left for the user beside 4 brokers
+    values = {"mode": "dra", "agent": {"embedDebugEcho": True}, "examples": {"debugEcho": example}}
     user_pod = {
         "apiVersion": "v1",
         "kind": "Pod",

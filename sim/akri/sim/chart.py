@@ -2,9 +2,7 @@
 
 The values are the README's `helm install` (the agent's embedded debugEcho and the debugEcho
 example), and the agents may read Secrets named in discoveryProperties, as the ONVIF example
-(crds/examples/onvif.yaml) needs. When pods share the host's network, each listener of the
-chart's pods needs a port no other pod uses, so one agent and one controller, each on its own
-telemetry port.
+(crds/examples/onvif.yaml) needs; nothing is changed for the simulation's sake.
 """
 
 from __future__ import annotations
@@ -19,11 +17,6 @@ EXAMPLE: Final[Mapping[str, Any]] = {
     "agent": {"embedDebugEcho": True, "discoveryPropertiesFrom": {"secrets": True}},
     "examples": {"debugEcho": {"enabled": True}},
 }
-SHARED_NETWORK: Final[Mapping[str, Any]] = {
-    "agent": {"metricsPort": 18380},
-    "controller": {"replicas": 1, "metricsPort": 18381},
-}
-"""What pods sharing the host's network cannot run as the chart's defaults run them."""
 
 
 def merged(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -34,11 +27,9 @@ def merged(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def values(*, offline_grace_s: float, shared_network: bool) -> dict[str, Any]:
-    """The local cluster's values: the example, the agents' offline grace, and what pods that
-    share the host's network need."""
-    chosen = merged(EXAMPLE, {"agent": {"offlineGrace": f"{offline_grace_s:g}s"}})
-    return merged(chosen, SHARED_NETWORK) if shared_network else chosen
+def values(*, offline_grace_s: float) -> dict[str, Any]:
+    """The local cluster's values: the example and the agents' offline grace."""
+    return merged(EXAMPLE, {"agent": {"offlineGrace": f"{offline_grace_s:g}s"}})
 
 
 def example_beside(chart: Path) -> Path:

@@ -76,11 +76,11 @@ async def run(
     chart: Path | None = None,
     network: ClusterNetwork | None = None,
 ) -> int:
-    """With `processes`, akri runs as a cluster runs it: an agent DaemonSet and a controller
-    Deployment of the project's image, their pods real processes (see akri.sim.akri_pods).
-    With `chart` and the pod `network` this process has entered (`pod_network`), that Helm
-    chart is installed by the real Helm engine instead (akri.sim.chart has its values), its
-    pods real processes, each with its own network."""
+    """With `processes`, pods of the project's image run as real processes, and akri runs as a
+    cluster runs it: an agent DaemonSet and a controller Deployment (see akri.sim.akri_pods).
+    With `chart`, that Helm chart is installed by the real Helm engine instead (akri.sim.chart
+    has its values). Either way, each pod has its own network in the pod `network` this process
+    has entered (`pod_network`); without it, pods share this machine's network."""
     documents = load_documents(manifests)  # fail on a bad file before starting anything
     if chart is not None and network is None:
         raise ValueError("installing the chart needs the pod network")
@@ -93,7 +93,7 @@ async def run(
     if chart is not None:
         components = {"processes": RuntimeOptions(), "network": network}
     elif processes:
-        components = {"processes": RuntimeOptions()}
+        components = {"processes": RuntimeOptions(), "network": network}
         if akri:
             image = components["processes"].image
             documents = [*akri_workloads(image, offline_grace_s=offline_grace), *documents]
@@ -111,7 +111,7 @@ async def run(
     ) as cluster:
         applied = []
         if chart is not None:
-            values = chart_values(offline_grace_s=offline_grace, shared_network=False)
+            values = chart_values(offline_grace_s=offline_grace)
             values["mode"] = mode.value
             applied.append(await install_chart(cluster, chart, values))
         applied += await apply_documents(cluster.api_client(), documents)
@@ -122,16 +122,20 @@ async def run(
     return 0
 
 
-def pod_network(node_count: int, port: int) -> ClusterNetwork | None:
+CHART_FALLBACK = (
+    "running the akri agents and controller inside the simulator, with the debugEcho example, "
+    "instead of installing the chart"
+)
+
+
+def pod_network(node_count: int, port: int, instead: str) -> ClusterNetwork | None:
     """Enter the cluster's pod network (before any thread starts); None, and one line on
-    stderr saying why, where this machine cannot make one."""
+    stderr saying why and what happens `instead`, where this machine cannot make one."""
     try:
         return enter(node_count, port)
     except Unavailable as why:
         print(
-            f"akri sim: pods cannot get their own network here ({why}): running the akri "
-            "agents and controller inside the simulator, with the debugEcho example, instead "
-            "of installing the chart",
+            f"akri sim: pods cannot get their own network here ({why}): {instead}",
             file=sys.stderr,
             flush=True,
         )
