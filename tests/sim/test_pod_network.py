@@ -67,3 +67,33 @@ def pid_is_not_pause(pid: str) -> bool:
         return b"sleep\x00infinity" not in Path("/proc", pid, "cmdline").read_bytes()
     except OSError:
         return True
+
+
+WITHOUT_PERMISSION = """
+import json, os, socket
+from akri.sim.podnet.cluster import Unavailable, enter
+before = os.readlink("/proc/self/ns/net")
+with socket.socket() as probe:
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+try:
+    enter(2, port)
+except Unavailable as why:
+    with socket.create_server(("127.0.0.1", port)):  # given back
+        pass
+    print(json.dumps({"why": str(why), "moved": os.readlink("/proc/self/ns/net") != before}))
+"""
+
+
+def test_without_the_right_to_make_namespaces_nothing_changes_and_it_says_why() -> None:
+    """Root without CAP_SYS_ADMIN (a locked-down container): `enter` refuses, the process stays
+    in this machine's network and the API port is free again."""
+    done = subprocess.run(
+        ["setpriv", "--bounding-set", "-sys_admin", "--", sys.executable, "-c", WITHOUT_PERMISSION],
+        capture_output=True, text=True, cwd=ROOT, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "why": "[Errno 1] unshare: Operation not permitted",
+        "moved": False,
+    }
