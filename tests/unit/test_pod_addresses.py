@@ -30,6 +30,13 @@ def test_addresses_are_handed_out_once_and_reused_after_release() -> None:
     assert node.allocate() == "10.244.3.77"
 
 
+def test_a_released_address_is_not_the_next_one_given() -> None:
+    node = NodeNetwork(0)
+    first, second = node.allocate(), node.allocate()
+    node.release(first)
+    assert (first, second, node.allocate()) == ("10.244.0.2", "10.244.0.3", "10.244.0.4")
+
+
 def test_veth_names_are_unique_per_address_and_short_enough_for_the_kernel() -> None:
     names = {veth_name(f"10.244.{n}.{h}") for n in range(256) for h in range(2, 255)}
     assert len(names) == 256 * 253

@@ -21,6 +21,9 @@ class NodeNetwork:
 
     index: int
     _used: set[ipaddress.IPv4Address] = field(default_factory=set)
+    _last: int = 1
+    """Offset of the address given last: the next search starts after it (as host-local IPAM
+    does), so a pod's address is not handed to the next pod at once."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.index < MAX_NODES:
@@ -37,10 +40,15 @@ class NodeNetwork:
         return str(self.cidr.network_address + 1)
 
     def allocate(self) -> str:
-        """A free pod address; RuntimeError when the node's CIDR is used up."""
-        for address in list(self.cidr.hosts())[1:]:
+        """A free pod address, the first after the one given last; RuntimeError when the
+        node's CIDR is used up."""
+        count = self.cidr.num_addresses - 3  # all but the network, gateway and broadcast
+        for step in range(1, count + 1):
+            offset = (self._last - 2 + step) % count + 2  # pods' offsets: 2 .. count + 1
+            address = self.cidr.network_address + offset
             if address not in self._used:
                 self._used.add(address)
+                self._last = offset
                 return str(address)
         raise RuntimeError(f"no free pod address in {self.cidr}")
 
