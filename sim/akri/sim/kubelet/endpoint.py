@@ -71,13 +71,14 @@ class PluginEndpoint:
         self,
         resource: str,
         channel: grpc.aio.Channel,
+        stub: DevicePluginAsyncStub,
         options: DevicePluginOptions,
         call_timeout: float | None,
     ) -> None:
         self.resource = resource
         self.options = options
         self._channel = channel
-        self._stub: DevicePluginAsyncStub = DevicePluginStub(channel)
+        self._stub = stub
         self._call_timeout = call_timeout
         self._watch: asyncio.Task[None] | None = None
         self._stopped = False
@@ -104,7 +105,7 @@ class PluginEndpoint:
         except BaseException:
             await channel.close()
             raise
-        return cls(resource, channel, options, call_timeout)
+        return cls(resource, channel, stub, options, call_timeout)
 
     @property
     def stopped(self) -> bool:
