@@ -110,9 +110,12 @@ def test_an_init_container_and_its_app_container_share_a_slot_as_one_pod() -> No
 def test_more_slots_in_use_than_capacity() -> None:
     checker = Checker(BOUNDS)
     state = [instance(capacity=1, usage={f"{A}-0": "node-a", f"{A}-1": "node-b"})]
-    assert rules(checker, snapshot(0, state, [il("node-a", "p", 0), il("node-b", "q", 1)])) == [
-        "over-capacity"
-    ]
+    [violation] = checker.check(snapshot(0, state, [il("node-a", "p", 0), il("node-b", "q", 1)]))
+    assert violation.rule == "over-capacity"
+    assert violation.message == (  # who uses what: the first thing to know about it
+        f"{A} has 2 slots in use ({A}-0 by default/p on node-a, {A}-1 by default/q on node-b), "
+        "capacity 1"
+    )
 
 
 def test_capacity_lowered_under_running_pods_is_not_a_violation_but_a_new_pod_beyond_it_is() -> (
