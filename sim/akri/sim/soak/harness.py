@@ -82,6 +82,11 @@ class Program:
         return self.process is not None and self.process.returncode is None
 
     async def start(self) -> None:
+        """Start the program unless it runs: a DaemonSet or Deployment never runs a second
+        replica of it (two restarts meeting on a loaded machine once left an agent running
+        beside its replacement, outliving the soak)."""
+        if self.running:
+            return
         self.expected_exit = False
         with self.log_path.open("ab") as output:
             self.process = await asyncio.create_subprocess_exec(

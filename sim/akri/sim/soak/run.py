@@ -274,6 +274,8 @@ class Soak:
                 await agent.kill()
 
                 async def restart() -> None:
+                    if harness.nodes[event.node].lost:
+                        return  # lost meanwhile (a late restart): its return starts the agent
                     await agent.start()
                     await self._recovering(event.kind, event.node, self._serving(event.node))
 
