@@ -156,6 +156,13 @@ class Plugin:
 
     async def _register(self) -> bool:
         assert self.server is not None
+        # Registering the socket served now with the kubelet serving now answers every sign so
+        # far: one that came while this plugin waited for its turn (a thousand wait after a
+        # kubelet restart, each woken by every tick) must not send it to the back of the queue.
+        self._wake.clear()
+        if self.server.gone:
+            self._wake.set()
+            return False
         kubelet = self._registered_on = socket_identity(self._registration.socket)
         if kubelet is None:
             log.debug("%s: waiting for %s", self.spec, self._registration.socket)
@@ -186,9 +193,6 @@ class Plugin:
         A kubelet that restarts during Register dials a socket it has just deleted and waits
         its whole dial timeout; the deleted socket is noticed sooner, and a new attempt wins.
         """
-        if self._wake.is_set():
-            call.close()
-            return False
         registering = self._registering = asyncio.ensure_future(call)
         try:
             await registering
