@@ -23,11 +23,11 @@ from kubernetes_asyncio import client
 
 from akri.sim.apiserver import ApiServer
 from tests.agent.running_agents import Api, configuration
-from tests.support import eventually
+from tests.support import DEADLINE_S, eventually
 
 ROOT = Path(__file__).parents[2]
 PROGRAMS = ["akri", "akri-agent", "akri-controller", "akri-discovery-handler"]
-EXIT_DEADLINE_S = 10.0
+EXIT_DEADLINE_S = 2 * DEADLINE_S  # a Python process starting and exiting: only a hang reaches it
 
 
 @pytest.fixture(scope="session")
