@@ -50,11 +50,14 @@ def configuration_topic(namespace: str, configuration: str) -> Topic:
 class Subscription:
     """Collects the keys of changed Instances; a burst of changes is one wake-up, none is lost."""
 
-    def __init__(self) -> None:
+    def __init__(self, relevant: Callable[[Key], bool]) -> None:
+        self._relevant = relevant
         self._changed: set[Key] = set()
         self._event = asyncio.Event()
 
     def notify(self, key: Key) -> None:
+        if not self._relevant(key):
+            return
         self._changed.add(key)
         self._event.set()
 
@@ -116,10 +119,16 @@ class InstanceCache:
         return list(self._by_configuration.get((namespace, configuration), {}).values())
 
     @contextlib.contextmanager
-    def subscribe(self, topic: Topic = EVERYTHING) -> Iterator[Subscription]:
+    def subscribe(
+        self, topic: Topic = EVERYTHING, relevant: Callable[[Key], bool] = lambda _: True
+    ) -> Iterator[Subscription]:
         """Follow the changes of `topic` while the context lasts; subscribe before reading
-        the state, so that a change in between is not missed."""
-        subscription = Subscription()
+        the state, so that a change in between is not missed.
+
+        `relevant` is asked at each change, with the cache already holding its result: a
+        change it rejects wakes nobody. Being asked at every change, it sees every state.
+        """
+        subscription = Subscription(relevant)
         self._subscribers.setdefault(topic, set()).add(subscription)
         try:
             yield subscription

@@ -19,6 +19,19 @@ from akri.api import Instance, InstanceConditionType
 TYPE = InstanceConditionType.DEVICE_OFFLINE
 
 
+def reported(instance: Instance, node: str) -> str | None:
+    """The DeviceOffline message in `node`'s row of `instance`, if any (the last one: a row
+    another writer garbled may hold two)."""
+    messages = [
+        problem.message
+        for row in (instance.status.nodes if instance.status is not None else ())
+        if row.node == node
+        for problem in row.problems
+        if problem.type == TYPE
+    ]
+    return messages[-1] if messages else None
+
+
 class OfflineReports:
     def __init__(self, reporter: InstanceReporter, node: str, grace: float) -> None:
         self._reporter = reporter
@@ -38,13 +51,9 @@ class OfflineReports:
         now = datetime.now(UTC)
         self._since = {name: self._since.get(name, now) for name in offline}
         stored = {
-            instance.metadata.name: problem.message
+            instance.metadata.name: message
             for instance in instances
-            if instance.metadata.name and instance.status is not None
-            for row in instance.status.nodes
-            if row.node == self._node
-            for problem in row.problems
-            if problem.type == TYPE
+            if instance.metadata.name and (message := reported(instance, self._node)) is not None
         }
         for name in sorted(offline):
             message = offline_message(self._since[name], self._grace)

@@ -20,7 +20,7 @@ from akri.agent.discovery.model import Device
 from akri.agent.instance_reports import InstanceReporter
 from akri.agent.instances import InstanceCache
 from akri.agent.offline import OfflineGrace
-from akri.agent.offline_reports import OfflineReports
+from akri.agent.offline_reports import OfflineReports, reported
 from akri.agent.reconcile import (
     Delete,
     Wanted,
@@ -28,6 +28,7 @@ from akri.agent.reconcile import (
     joined,
     left,
     plan,
+    planning_key,
     wanted_instances,
 )
 from akri.api import Configuration, Instance
@@ -42,6 +43,12 @@ DELETE_ATTEMPTS = 10
 
 def delete_backoff() -> Backoff:
     return Backoff(initial=0.02, maximum=1.0)
+
+
+def reads(instance: Instance, node: str) -> tuple[object, ...]:
+    """All that `node`'s `publish` reads of `instance` besides its name and Configuration: a
+    change that keeps this equal (such as a slot taken elsewhere) changes no decision of it."""
+    return planning_key(instance), reported(instance, node)
 
 
 class InstancePublisher:
@@ -154,7 +161,8 @@ class InstancePublisher:
                 if error.status != HTTP_CONFLICT:
                     raise
             await asyncio.sleep(backoff.next_delay())  # let the cache catch up, then decide again
-        log.warning("Instance %s kept changing while this node left it; retrying later", name)
+        # Raised, not logged: only a change of what `reads` returns starts a round by itself.
+        raise RuntimeError(f"Instance {name} kept changing while this node left it")
 
     def _leaving(self, instance: Instance, *, deletes: list[Delete]) -> Instance | None:
         """The write that leaves `instance`; a delete decision is noted and nothing written."""

@@ -128,6 +128,31 @@ def _resized_usage(name: str, usage: Mapping[str, str], capacity: int) -> dict[s
     return below | {key: holder for key, holder in usage.items() if holder or key in below}
 
 
+def _usage_settled(instance: Instance) -> bool:
+    """Whether `deviceUsage` has the keys the Instance's own capacity asks for: which slots are
+    held matters only past the capacity (free keys there are dropped), not who holds them."""
+    spec = instance.spec
+    return view(instance).keys_follow_capacity or spec.device_usage == _resized_usage(
+        instance.metadata.name or "", spec.device_usage, spec.capacity
+    )
+
+
+def planning_key(instance: Instance) -> tuple[object, ...]:
+    """All that `plan` reads of `instance` besides its name: Instances with equal keys (and
+    names) give every node equal plans, so a change that keeps the key, such as a slot taken
+    or released below capacity, needs no new plan (tests/agent/test_planning_key.py)."""
+    metadata, spec = instance.metadata, instance.spec
+    return (
+        metadata.deletion_timestamp is None,
+        tuple(owner.uid for owner in metadata.owner_references),
+        tuple(spec.nodes),
+        spec.shared,
+        spec.capacity,
+        spec.broker_properties,
+        _usage_settled(instance),
+    )
+
+
 def joined(
     instance: Instance, configuration: Configuration, node: str, properties: Mapping[str, str]
 ) -> Instance | None:
@@ -142,9 +167,9 @@ def joined(
         node in spec.nodes
         and spec.capacity == capacity
         and (not writes_properties or spec.broker_properties == properties)
-        and view(instance).keys_follow_capacity
+        and _usage_settled(instance)
     ):
-        return None  # the common case, decided without building the update
+        return None
     updated = spec.model_copy(
         update={
             "nodes": nodes,
@@ -155,7 +180,7 @@ def joined(
             "broker_properties": dict(properties) if writes_properties else spec.broker_properties,
         }
     )
-    return None if updated == spec else instance.model_copy(update={"spec": updated})
+    return instance.model_copy(update={"spec": updated})
 
 
 @dataclass(frozen=True)

@@ -30,11 +30,12 @@ from akri.agent.discovery.model import Device, InvalidProperties, Status
 from akri.agent.discovery.registry import HandlerRegistry
 from akri.agent.discovery.session import DiscoverySession
 from akri.agent.instances import InstanceCache, configuration_topic
-from akri.agent.publisher import InstancePublisher
+from akri.agent.publisher import InstancePublisher, reads
 from akri.agent.status import StatusReporter
 from akri.api import ConditionType, Configuration, ConfigurationStatus, DiscoveryHandlerInfo
 from akri.backoff import Backoff
 from akri.kube.calls import error_message
+from akri.kube.reflector import Key
 from akri.logs import OnceLog
 from akri.naming import configuration_name_problem
 
@@ -184,7 +185,26 @@ class ConfigurationRunner:
                 await self._wake.wait()
 
     async def _follow_cache(self) -> None:
-        with self._env.cache.subscribe(configuration_topic(*self.key)) as changes:
+        """Wake a round when an Instance changes what a round reads of it (`publisher.reads`):
+        on a busy cluster most changes are slots taken and released on other nodes, and
+        planning again for each of them cost every node's agent CPU for nothing."""
+        namespace, name = self.key
+        cache = self._env.cache
+        known: dict[str, tuple[object, ...]] = {}
+
+        def changes_reads(key: Key) -> bool:
+            instance = cache.get(*key)
+            if instance is None or instance.spec.configuration_name != name:
+                return known.pop(key[1], None) is not None
+            now = reads(instance, self._env.node)
+            if known.get(key[1]) == now:
+                return False
+            known[key[1]] = now
+            return True
+
+        with cache.subscribe(configuration_topic(namespace, name), changes_reads) as changes:
+            for instance in cache.of_configuration(namespace, name):
+                known[instance.metadata.name or ""] = reads(instance, self._env.node)
             while True:
                 await changes.next()
                 self._wake.set()
