@@ -64,6 +64,30 @@ def configuration(
     )
 
 
+def shared_instance(
+    config: Configuration,
+    device: str,
+    nodes: Sequence[str],
+    *,
+    capacity: int | None = None,
+    properties: Mapping[str, str] = {},
+) -> Instance:
+    """A shared Instance of `config` for `device`, all slots free."""
+    name = naming.instance_name(config.metadata.name or "", device)
+    capacity = config.spec.capacity if capacity is None else capacity
+    return Instance(
+        metadata=ObjectMeta(name=name, namespace=NAMESPACE),
+        spec=InstanceSpec(
+            configuration_name=config.metadata.name or "",
+            capacity=capacity,
+            shared=True,
+            nodes=list(nodes),
+            broker_properties={**properties, **config.spec.broker_properties},
+            device_usage=dict.fromkeys(naming.slot_ids(name, capacity), ""),
+        ),
+    )
+
+
 class Cluster:
     """The API server's Instances and the Configurations the agents know (a dict as lookup)."""
 
@@ -99,23 +123,11 @@ class Cluster:
         properties: Mapping[str, str] = {},
     ) -> str:
         """A shared Instance of `config` for `device`, all slots free; returns its name."""
-        name = naming.instance_name(config.metadata.name or "", device)
-        capacity = config.spec.capacity if capacity is None else capacity
-        instance = Instance(
-            metadata=ObjectMeta(name=name, namespace=NAMESPACE),
-            spec=InstanceSpec(
-                configuration_name=config.metadata.name or "",
-                capacity=capacity,
-                shared=True,
-                nodes=list(nodes),
-                broker_properties={**properties, **config.spec.broker_properties},
-                device_usage=dict.fromkeys(naming.slot_ids(name, capacity), ""),
-            ),
-        )
+        instance = shared_instance(config, device, nodes, capacity=capacity, properties=properties)
         await self.custom.create_namespaced_custom_object(
             naming.GROUP, naming.VERSION, NAMESPACE, "instances", instance.to_wire()
         )
-        return name
+        return instance.metadata.name or ""
 
     async def read(self, name: str) -> Instance:
         """The Instance as the API server stores it now."""

@@ -13,7 +13,8 @@ from akri.agent.instances import (
     instance_topic,
 )
 from akri.kube.reflector import Key
-from tests.agent.conftest import NAMESPACE, Cluster, configuration
+from akri.sim.apiserver import ApiServer
+from tests.agent.conftest import NAMESPACE, Cluster, configuration, shared_instance
 from tests.support import eventually, running
 
 CAM = configuration("cam", capacity=1)
@@ -92,3 +93,32 @@ async def test_an_instance_moving_between_configurations_tells_both(
         assert await usbs.next() == {key(name)}
     assert cache.of_configuration(NAMESPACE, "cam") == []
     assert [i.metadata.name for i in cache.of_configuration(NAMESPACE, "usb")] == [name]
+
+
+async def test_an_instance_it_created_and_another_writer_deleted_unseen_is_forgotten_on_relist(
+    apiserver: ApiServer, cluster: Cluster, cache: InstanceCache
+) -> None:
+    """Found by the soak: a node back from a node loss creates its Instances again; the
+    controller, still seeing the node lost, deletes them while the agent's watch is broken;
+    the watch comes back with 410 Gone and the relist finds them gone. The relist compared
+    against what the watch had shown, which never included these Instances (the cache held
+    them from the create's answer), so no deletion was reported: the agent kept believing
+    it was listed and never created them again."""
+    reconnect = apiserver.faults.add(
+        verb="watch", resource="instances", status=410, hold=True, count=1
+    )
+    apiserver.faults.drop_watches(resource="instances")
+    await eventually(lambda: reconnect.hits == 1, "the watch to reconnect, held")
+
+    created = await cache.create(shared_instance(CAM, "foo0", ["node-a"]))
+    name = created.metadata.name or ""
+    assert cache.get(NAMESPACE, name) is not None
+    await cluster.delete_instance(name)  # the controller, say
+    marker = await cluster.create_instance(USB, "dev0", ["node-b"])
+    with cache.subscribe(instance_topic(NAMESPACE, name)) as changes:
+        apiserver.faults.remove(reconnect.id)  # the held watch answers 410 Gone: relist
+
+        await eventually(lambda: cache.get(NAMESPACE, marker) is not None, "the relist")
+        assert cache.get(NAMESPACE, name) is None
+        assert await changes.next() == {key(name)}
+    assert cache.of_configuration(NAMESPACE, "cam") == []

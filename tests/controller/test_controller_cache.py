@@ -10,6 +10,7 @@ from kubernetes_asyncio import client
 
 from akri.controller.cache import Cache
 from akri.kube.reflector import EventType, Object
+from akri.sim.apiserver import ApiServer
 from tests.controller.conftest import NAMESPACE
 from tests.support import eventually
 
@@ -92,3 +93,29 @@ async def test_assumptions_show_own_writes_until_the_watch_reports_them(
         # An object the watch has already shown is not assumed again (it could be older).
         cache.assume(old)
         assert cache.get(NAMESPACE, "old") != old
+
+
+async def test_an_assumed_object_deleted_while_the_watch_was_broken_is_forgotten_on_relist(
+    apiserver: ApiServer, api: client.ApiClient
+) -> None:
+    """A relist after 410 Gone reports the deletion of an object the controller created and
+    assumed, which another writer deleted before the watch showed it: the assumption would
+    otherwise stand for an object that no longer exists (a broker pod never created again)."""
+    core = client.CoreV1Api(api)
+    seen: list[str] = []
+    async with following(api, seen) as cache:
+        reconnect = apiserver.faults.add(
+            verb="watch", resource="configmaps", status=410, hold=True, count=1
+        )
+        apiserver.faults.drop_watches(resource="configmaps")
+        await eventually(lambda: reconnect.hits == 1, "the watch to reconnect, held")
+        created = await core.create_namespaced_config_map(NAMESPACE, config_map("mine", "one"))
+        cache.assume(api.sanitize_for_serialization(created))
+        await core.delete_namespaced_config_map("mine", NAMESPACE)  # another writer
+        await core.create_namespaced_config_map(NAMESPACE, config_map("marker", "two"))
+
+        apiserver.faults.remove(reconnect.id)  # the held watch answers 410 Gone: relist
+        await eventually(lambda: cache.get(NAMESPACE, "marker") is not None, "the relist")
+        assert cache.get(NAMESPACE, "mine") is None
+        assert cache.by(APP, (NAMESPACE, "one")) == []
+        assert seen == ["DELETED mine", "ADDED marker"]

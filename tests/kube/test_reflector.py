@@ -167,3 +167,26 @@ async def test_a_watch_event_is_parsed_once() -> None:
         event = stream.unmarshal_event(line, "object")
     assert event["object"] is event["raw_object"]  # not serialised and parsed again
     assert event["raw_object"]["metadata"]["resourceVersion"] == "7"
+
+
+async def test_an_assumed_object_no_relist_finds_is_reported_deleted_once_it_must_be_there(
+    apiserver: ApiServer, core: client.CoreV1Api, followed: tuple[Reflector, Recorder]
+) -> None:
+    """A write answered while a relist's list is in flight may be newer than the list: that
+    relist keeps it (the watch after it shows it). A later relist that still lacks it
+    reports it deleted, so no program keeps an object another writer deleted unseen."""
+    reflector, recorder = followed
+    listing = apiserver.faults.add(verb="list", resource="configmaps", hold=True, count=1)
+    apiserver.faults.add(verb="watch", resource="configmaps", status=410, count=1)
+    apiserver.faults.drop_watches()
+    await eventually(lambda: listing.hits == 1, "the relist's list, held")
+    reflector.assume({"metadata": {"name": "late", "namespace": "default"}})
+    await core.create_namespaced_config_map("default", config_map("marker"))
+    apiserver.faults.remove(listing.id)
+    await eventually(lambda: ("ADDED", "marker") in recorder.events, "the first relist")
+    assert ("DELETED", "late") not in recorder.events
+
+    apiserver.faults.add(verb="watch", resource="configmaps", status=410, count=1)
+    apiserver.faults.drop_watches()
+    await eventually(lambda: ("DELETED", "late") in recorder.events, "the second relist")
+    assert recorder.events == [("ADDED", "marker"), ("DELETED", "late")]

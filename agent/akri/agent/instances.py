@@ -212,6 +212,7 @@ class InstanceCache:
         return None if known is None else known.to_wire()
 
     def _remember(self, stored: Object) -> Instance:
+        self.reflector.assume(stored)  # a relist that misses it reports it deleted
         key = object_key(stored)
         known = self._parsed.get(key)
         if known is not None and known.metadata.resource_version == stored["metadata"].get(

@@ -95,6 +95,7 @@ class Cache:
         key = object_key(obj)
         if not self._seen(key, obj):
             self._assumed[key] = obj
+            self.reflector.assume(obj)  # a relist that misses it reports it deleted
 
     def assume_deleted(self, obj: Object) -> None:
         """The controller deleted `obj`; hide it until the watch reports the deletion."""

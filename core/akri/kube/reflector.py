@@ -3,7 +3,8 @@
 The agent, the controller and the simulator all follow the API this way: a watch resumes
 from the last resourceVersion it saw after a dropped connection or a server-side timeout,
 and a `410 Gone` (history too old) triggers a relist whose differences against the local
-copy are delivered as ordinary events, so a handler never misses a deletion.
+copy are delivered as ordinary events, so a handler never misses a deletion: also of an
+object the program wrote itself and `assume`d before its watch showed it.
 """
 
 from __future__ import annotations
@@ -86,6 +87,9 @@ class Reflector:
         self._backoff = backoff or Backoff()
         self._options = list_options
         self._resource_version: str | None = None  # None: relist before watching
+        self._assumed: dict[Key, Object] = {}
+        """Objects the program wrote that list and watch have not shown yet."""
+        self._assumed_while_listing: set[Key] | None = None
 
     async def run(self) -> None:
         """Follow the API until cancelled; errors are logged and retried with backoff."""
@@ -110,11 +114,32 @@ class Reflector:
         log.warning("list/watch failed (%s); retrying in %.1fs", reason, delay)
         await asyncio.sleep(delay)
 
+    def assume(self, obj: Object) -> None:
+        """The program wrote `obj` (as the API answered) and keeps it before the watch shows it.
+
+        A relist that does not find it reports it deleted, like any object it had shown: the
+        object may be deleted by another writer while the watch is broken, and a relist after
+        410 Gone never shows events of what it no longer finds. One written while a list is
+        in flight may be newer than that list: the watch resuming after it shows it.
+        """
+        key = object_key(obj)
+        if key in self.objects:
+            return
+        self._assumed[key] = _identity(obj) if self.slim else obj
+        if self._assumed_while_listing is not None:
+            self._assumed_while_listing.add(key)
+
     async def _relist(self) -> str:
-        body = await call(self._list, **self._options)
+        self._assumed_while_listing = set()
+        try:
+            body = await call(self._list, **self._options)
+            newer = self._assumed_while_listing
+        finally:
+            self._assumed_while_listing = None
         fresh = {object_key(obj): obj for obj in body.get("items", [])}
-        for key in self.objects.keys() - fresh.keys():
-            await self._apply("DELETED", self.objects[key])
+        held = self._assumed | self.objects
+        for key in held.keys() - fresh.keys() - newer:
+            await self._apply("DELETED", held[key])
         for key, obj in fresh.items():
             known = self.objects.get(key)
             if known is None:
@@ -144,6 +169,7 @@ class Reflector:
 
     async def _apply(self, kind: EventType, obj: Object) -> None:
         key = object_key(obj)
+        self._assumed.pop(key, None)
         if kind == "DELETED":
             self.objects.pop(key, None)
         else:
