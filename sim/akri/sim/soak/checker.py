@@ -6,8 +6,8 @@ event it injects (and between events); `Checker.check` says what is wrong. Two k
 - at every instant: no slot used by two pods; no Instance with more slots in use by running
   containers than its capacity (a capacity lowered under running pods binds the pods that
   start after the edit); no corrupt deviceUsage value; no component that exited unkilled.
-- within a bound, counted only while the node concerned is healthy (its agent and kubelet up,
-  the API answering), so a fault is given its bound again once it ends: every device a
+- within a bound, counted only while the node concerned is healthy (its agent ready, its
+  kubelet up, the API answering), so a fault is given its bound again once it ends: every device a
   container uses is recorded for its node in deviceUsage; no slot stays held by a node where
   no container uses it; every device visible on a node has an Instance listing the node, and a
   node whose device is gone leaves the Instance's nodes.
@@ -67,7 +67,8 @@ class Snapshot:
     visible: Collection[tuple[str, str]]
     """(node, Instance name) of every device the harness has online on a node."""
     healthy: Collection[str]
-    """Nodes whose agent and kubelet run while the API answers; bounded rules count there."""
+    """Nodes whose agent is ready (caches synced; a process still starting is not) and whose
+    kubelet runs, while the API answers; bounded rules count there."""
     crashes: Collection[str] = ()
     """Components that exited without being killed."""
     claims_are_the_record: bool = False

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import sys
 import time
 from collections.abc import Callable, Coroutine
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import grpc
 from kubernetes_asyncio import client
 
@@ -47,6 +49,16 @@ CONTROLLERS = 2
 RESTART_DELAY_S = 1.0
 """How long a DaemonSet or Deployment takes to start a replacement for an exited program."""
 LIST_TIMEOUT_S = 2.0
+AGENT_START_S = 60.0
+"""An agent not ready this long after it started counts as up anyway: a start-up that never
+ends must still show as the bounded rules' violations."""
+
+
+def free_port() -> int:
+    """A TCP port free on this machine now, for an agent's /readyz."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 @dataclass(frozen=True)
@@ -138,6 +150,34 @@ class Node:
     answering: bool = True
     """Whether the kubelet answered the last PodResources read: an agent changes no slot
     while its kubelet does not answer, so the node is not healthy meanwhile."""
+    readyz: str = ""
+    """The agent's /readyz: a started agent counts as up once it answers 200 (its caches
+    synced), not while its process is still starting (at load 15, 20-30 s)."""
+    ready: asyncio.subprocess.Process | None = None
+    """The agent process last seen ready."""
+
+    @property
+    def agent_up(self) -> bool:
+        agent = self.agent
+        if not agent.running:
+            return False
+        return self.ready is agent.process or time.monotonic() - agent.started_at > AGENT_START_S
+
+
+async def read_readiness(node: Node) -> None:
+    """Ask a started agent's /readyz until it answers 200 (then `node.agent_up` holds)."""
+    process = node.agent.process
+    if process is None or process is node.ready or not node.agent.running:
+        return
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=LIST_TIMEOUT_S)) as http,
+            http.get(node.readyz) as response,
+        ):
+            if response.status == 200:
+                node.ready = process
+    except (aiohttp.ClientError, TimeoutError):
+        return  # not serving yet
 
 
 class Harness:
@@ -264,6 +304,7 @@ class Harness:
             "OFFLINE_GRACE": str(timing.offline_grace),
             "RECLAIM_GRACE": str(timing.reclaim_grace),
             "RECLAIM_INTERVAL": str(timing.reclaim_interval),
+            "METRICS_PORT": str(port := free_port()),
         }
         kubelet_dir = root / "kubelet"
         dra = {
@@ -283,7 +324,7 @@ class Harness:
             cdi_dir=dra["CDI_DIR"] if self.layout.dra else None,
         )
         agent = self._program(f"agent-{name}", "akri.agent.main", env)
-        return Node(name, kubelet, agent, availability)
+        return Node(name, kubelet, agent, availability, readyz=f"http://127.0.0.1:{port}/readyz")
 
     def _controller_env(self, kubeconfig: Path, index: int) -> dict[str, str]:
         timing = self.timing
@@ -389,7 +430,10 @@ class Harness:
     # ---- what the checker reads -------------------------------------------------------------
 
     async def snapshot(self) -> Snapshot:
-        await asyncio.gather(*(self._read_pod_resources(node) for node in self.nodes.values()))
+        await asyncio.gather(
+            *(self._read_pod_resources(node) for node in self.nodes.values()),
+            *(read_readiness(node) for node in self.nodes.values()),
+        )
         store = self.server.operations.store
         now = time.monotonic() - self.started
         instances = {}
@@ -425,7 +469,7 @@ class Harness:
             else {
                 node.name
                 for node in self.nodes.values()
-                if not node.lost and node.agent.running and node.kubelet.running and node.answering
+                if not node.lost and node.agent_up and node.kubelet.running and node.answering
             }
         )
         uses = [use for node in self.nodes.values() for use in node.uses]
