@@ -209,7 +209,10 @@ def test_a_visible_device_needs_an_instance_listing_its_node() -> None:
     seen_by_both = {("node-a", A), ("node-b", A), ("node-b", B)}
     late = snapshot(16, only_a, visible=seen_by_both)
     assert rules(checker, snapshot(0, only_a, visible=seen_by_both)) == []
-    assert sorted(v.key for v in checker.check(late)) == [("node-b", A), ("node-b", B)]
+    assert {v.key: v.message.split(" (")[-1] for v in checker.check(late)} == {
+        ("node-b", A): "it lists node-a)",
+        ("node-b", B): "it does not exist)",
+    }
 
 
 def test_a_node_whose_device_went_offline_must_leave_the_instance() -> None:

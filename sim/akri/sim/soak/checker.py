@@ -342,10 +342,14 @@ def _discovery(snapshot: Snapshot) -> Iterable[_Problem]:
     for node, name in sorted(visible):
         view = snapshot.instances.get(name)
         if view is None or node not in view.nodes:
+            if view is None:
+                state = "it does not exist"
+            else:
+                state = f"it lists {', '.join(sorted(view.nodes)) or 'no node'}"
             yield _Problem(
                 "undiscovered",
                 (node, name),
-                f"{name} is visible on {node} but no Instance lists {node}",
+                f"{name} is visible on {node} but no Instance lists {node} ({state})",
                 node,
             )
     for name, view in sorted(snapshot.instances.items()):
