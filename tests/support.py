@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import os
+import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar, overload
 
 import pytest
+
+from akri.sim.podnet.cluster import TOOLS
 
 T = TypeVar("T")
 DEADLINE_S = 30.0  # generous: only a hang should reach it, on a loaded machine too
@@ -48,3 +52,10 @@ async def running(coroutine: Coroutine[Any, Any, None]) -> AsyncIterator[asyncio
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+needs_pod_network = pytest.mark.skipif(
+    os.geteuid() != 0 or any(shutil.which(tool) is None for tool in TOOLS),
+    reason="needs root and " + ", ".join(TOOLS),
+)
+"""The simulated cluster's pods get networks of their own only as root, with these tools."""

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
-import shutil
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -30,20 +28,16 @@ import pytest
 
 from akri.sim.chart import merged
 from akri.sim.helm import HelmSession
-from akri.sim.podnet.cluster import TOOLS
 from tests.chart.docs_commands import commands, helm_install
 from tests.chart.helm_render import CHART
 from tests.chart.rbac_use import Grant, grants, used
 from tests.kubectl import Kubectl, needs_kubectl
-from tests.support import eventually
+from tests.support import eventually, needs_pod_network
 
 pytestmark = [
     pytest.mark.slow,
     needs_kubectl,
-    pytest.mark.skipif(
-        os.geteuid() != 0 or any(shutil.which(tool) is None for tool in TOOLS),
-        reason="needs root and " + ", ".join(TOOLS),
-    ),
+    needs_pod_network,
 ]
 BROKERS = 4  # 2 debugEcho devices x 2 nodes
 INSTANCE_LABEL = "app.kubernetes.io/instance"

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,18 +21,14 @@ from typing import Any
 import aiohttp
 import pytest
 
-from akri.sim.podnet.cluster import TOOLS
 from tests.kubectl import Kubectl, needs_kubectl
-from tests.support import eventually
+from tests.support import eventually, needs_pod_network
 
 ROOT = Path(__file__).parents[2]
 pytestmark = [
     pytest.mark.slow,
     needs_kubectl,
-    pytest.mark.skipif(
-        os.geteuid() != 0 or any(shutil.which(tool) is None for tool in TOOLS),
-        reason="needs root and " + ", ".join(TOOLS),
-    ),
+    needs_pod_network,
 ]
 NAMESPACE = "akri"
 

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from akri import naming
 from akri.api import Instance, InstanceStatus
 from akri.api.pool import protected
-from akri.kube.guarded import CustomResource, GuardedWriter
+from akri.kube.guarded import CustomResource, GuardedWriter, Mutation
 from akri.kube.pipeline import Pipeline
 from akri.kube.reflector import EventType, Key, Object, Reflector, object_key
 
@@ -161,13 +161,7 @@ class InstanceCache:
             changed = mutate(Instance.from_wire(obj))
             return None if changed is None else protected(changed).to_wire()
 
-        stored = await self.writer.update(
-            namespace,
-            name,
-            on_wire,
-            cached=self._wire(namespace, name),
-            refresh=functools.partial(self._wire, namespace, name),
-        )
+        stored = await self._guarded(namespace, name, on_wire)
         return None if stored is None else self._remember(stored)
 
     async def update_status(
@@ -182,14 +176,7 @@ class InstanceCache:
             obj["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
             return obj
 
-        stored = await self.writer.update(
-            namespace,
-            name,
-            on_wire,
-            cached=self._wire(namespace, name),
-            refresh=functools.partial(self._wire, namespace, name),
-            subresource="status",
-        )
+        stored = await self._guarded(namespace, name, on_wire, subresource="status")
         if stored is not None:
             self._remember(stored)
 
@@ -204,6 +191,20 @@ class InstanceCache:
             body=client.V1DeleteOptions(
                 preconditions=client.V1Preconditions(resource_version=resource_version)
             ),
+        )
+
+    async def _guarded(
+        self, namespace: str, name: str, mutate: Mutation, *, subresource: str | None = None
+    ) -> Object | None:
+        """A guarded write deciding first on the cached Instance, and after a 409 on the newer
+        one the watch may have brought."""
+        return await self.writer.update(
+            namespace,
+            name,
+            mutate,
+            cached=self._wire(namespace, name),
+            refresh=functools.partial(self._wire, namespace, name),
+            subresource=subresource,
         )
 
     def _wire(self, namespace: str, name: str) -> Object | None:
