@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from akri.sim.apiserver import ApiServer, errors
+from akri.sim.apiserver import ApiServer, cel_rules, errors
 from akri.sim.apiserver.operations import Operations
 from akri.sim.apiserver.resources import ResourceType
 from tests.conformance.support import GADGET_CRD, GROUP, gadget
@@ -131,3 +131,24 @@ def test_every_rule_in_crds_accepts_the_examples_and_refuses_a_breach() -> None:
         assert message.startswith('Configuration.akri.sh "breach" is invalid: spec.'), rule
         kinds = ("object", "string")
         assert message.endswith(tuple(f'"{k}": {messages[rule]}' for k in kinds)), message
+
+
+def test_rules_are_checked_along_the_branches_that_lead_to_them() -> None:
+    """Each served version keeps only its schema's branches with rules: an Instance (no rules)
+    is not walked at all, and the trimmed Configuration schema finds every breach the full one
+    does, in the same words."""
+    ops = serve(*crd_documents())
+    instances = ops.kind("akri.sh", "v0", "instances")
+    configurations = ops.kind("akri.sh", "v0", "configurations")
+    assert instances.schema is not None
+    assert instances.rules is None
+    full, trimmed = configurations.schema, configurations.rules
+    assert full is not None
+    assert trimmed is not None
+    assert crd_rules(trimmed) == crd_rules(full)
+    assert trimmed["properties"]["metadata"] == {}
+    assert trimmed["properties"]["spec"]["properties"]["capacity"] == {}
+    for configuration in [example(), *refused_configurations().values()]:
+        found = cel_rules.violations(trimmed, configuration)
+        assert found == cel_rules.violations(full, configuration)
+        assert bool(found) == (configuration != example())

@@ -157,7 +157,12 @@ class AccessLog:
         self._seen: dict[Access, None] = {}
 
     def record(self, user: User, request: Attributes, allowed: bool) -> None:
-        self._seen.setdefault(Access(user.name, **asdict(request), allowed=allowed), None)
+        # Field by field: dataclasses.asdict deep-copies, on every request the server serves.
+        r = request
+        access = Access(
+            user.name, r.verb, r.group, r.resource, r.subresource, r.namespace, r.name, allowed
+        )
+        self._seen.setdefault(access, None)
 
     def entries(self, user: str | None = None) -> list[JSON]:
         return [asdict(a) for a in self._seen if user is None or a.user == user]

@@ -21,6 +21,27 @@ from celpy.evaluation import CELEvalError
 JSON = dict[str, Any]
 RULES = "x-kubernetes-validations"
 _ABSENT = object()
+_BRANCHES = ("properties", "additionalProperties", "items")
+
+
+def rule_tree(schema: JSON) -> JSON | None:
+    """The branches of `schema` that lead to a rule (None: it has none), computed once per
+    served version so that checking an object walks only the values some rule reads. A
+    property without rules stays as an empty node: its name keeps its path spelling and never
+    falls back to `additionalProperties`."""
+    children = {name: rule_tree(sub) for name, sub in (schema.get("properties") or {}).items()}
+    extra, items = schema.get("additionalProperties"), schema.get("items")
+    extra_tree = rule_tree(extra) if isinstance(extra, dict) else None
+    items_tree = rule_tree(items) if isinstance(items, dict) else None
+    if not schema.get(RULES) and extra_tree is items_tree is None and not any(children.values()):
+        return None
+    node = {k: v for k, v in schema.items() if k not in _BRANCHES}
+    node["properties"] = {name: tree or {} for name, tree in children.items()}
+    if extra_tree is not None:
+        node["additionalProperties"] = extra_tree
+    if items_tree is not None:
+        node["items"] = items_tree
+    return node
 
 
 @functools.cache
@@ -50,8 +71,8 @@ def _walk(schema: JSON, value: Any, old: Any, path: str) -> Iterator[tuple[str, 
         properties = schema.get("properties") or {}
         extra = schema.get("additionalProperties")
         for key, item in value.items():
-            child = properties.get(key) or (extra if isinstance(extra, dict) else None)
-            if child is None:
+            child = properties.get(key, extra)
+            if not isinstance(child, dict) or not child:
                 continue
             old_item = old.get(key, _ABSENT) if isinstance(old, dict) else _ABSENT
             child_path = f"{path}.{key}" if key in properties else f"{path}[{key}]"

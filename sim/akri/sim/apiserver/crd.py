@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from akri.sim.apiserver import jsonpath
+from akri.sim.apiserver import cel_rules, jsonpath
 from akri.sim.apiserver.core_kinds import AGE, CRD_GROUP, NAME
 from akri.sim.apiserver.errors import invalid
 from akri.sim.apiserver.resources import Column, ResourceType, version_priority
@@ -102,6 +102,7 @@ def resource_types(crd: JSON) -> list[ResourceType]:
             for f in version.get("selectableFields") or []
         }
         has_status = "status" in (version.get("subresources") or {})
+        schema = (version.get("schema") or {}).get("openAPIV3Schema")
         kinds.append(
             ResourceType(
                 group=spec["group"],
@@ -115,7 +116,8 @@ def resource_types(crd: JSON) -> list[ResourceType]:
                 subresources=frozenset({"status"}) if has_status else frozenset(),
                 columns=columns,
                 field_labels=selectable,
-                schema=(version.get("schema") or {}).get("openAPIV3Schema"),
+                schema=schema,
+                rules=cel_rules.rule_tree(schema) if schema is not None else None,
                 custom=True,
                 status_on_create={} if has_status else None,
                 tracks_generation=True,

@@ -431,8 +431,8 @@ class Operations:
                 listed = ", ".join(f'unknown field "{path}"' for path in unknown)
                 raise errors.bad_request(f"strict decoding error: {listed}")
             problems += schema.validate(obj, resource.schema)
-            if not problems:
-                problems += cel_rules.violations(resource.schema, obj, old)
+            if not problems and resource.rules is not None:
+                problems += cel_rules.violations(resource.rules, obj, old)
         if resource.key == (CRD_GROUP, "customresourcedefinitions"):
             crd.check(obj)
         if resource.validate is not None:

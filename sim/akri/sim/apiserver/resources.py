@@ -63,6 +63,8 @@ class ResourceType:
     field_labels: Mapping[str, FieldGetter] = field(default_factory=dict)
     # OpenAPI v3 schema of a custom resource: defaults, pruning and validation come from it.
     schema: JSON | None = None
+    # The part of `schema` that leads to CEL rules (`cel_rules.rule_tree`); None: no rules.
+    rules: JSON | None = None
     custom: bool = False
     # Status a create starts with when the kind has a status subresource; None keeps the
     # client's status (Nodes), an empty dict drops it (custom resources).

@@ -65,15 +65,19 @@ def prune(value: Any, schema: Schema, path: str = "", root: bool = True) -> list
 
 
 def _type_matches(value: Any, expected: str) -> bool:
-    checks: dict[str, bool] = {
-        "object": isinstance(value, dict),
-        "array": isinstance(value, list),
-        "string": isinstance(value, str),
-        "boolean": isinstance(value, bool),
-        "integer": isinstance(value, int) and not isinstance(value, bool),
-        "number": isinstance(value, int | float) and not isinstance(value, bool),
-    }
-    return checks.get(expected, True)
+    if expected == "object":
+        return isinstance(value, dict)
+    if expected == "string":
+        return isinstance(value, str)
+    if expected == "array":
+        return isinstance(value, list)
+    if expected == "boolean":
+        return isinstance(value, bool)
+    if expected == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if expected == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return True
 
 
 def _render(value: Any) -> str:
@@ -104,10 +108,9 @@ def validate(value: Any, schema: Schema, path: str = "") -> list[tuple[str, str]
 
 def _check_scalar(value: Any, schema: Schema, field: str) -> list[tuple[str, str]]:
     errors: list[tuple[str, str]] = []
-    shown = _render(value)
     if "enum" in schema and value not in schema["enum"]:
         allowed = ", ".join(_render(v) for v in schema["enum"])
-        errors.append((field, f"Unsupported value: {shown}: supported values: {allowed}"))
+        errors.append((field, f"Unsupported value: {_render(value)}: supported values: {allowed}"))
     if isinstance(value, int | float) and not isinstance(value, bool):
         if "minimum" in schema:
             bound = schema["minimum"]
@@ -116,7 +119,11 @@ def _check_scalar(value: Any, schema: Schema, field: str) -> list[tuple[str, str
                     "greater than" if schema.get("exclusiveMinimum") else "greater than or equal to"
                 )
                 errors.append(
-                    (field, f"Invalid value: {shown}: {field} in body should be {relation} {bound}")
+                    (
+                        field,
+                        f"Invalid value: {_render(value)}: {field} in body should be {relation} "
+                        f"{bound}",
+                    )
                 )
         if "maximum" in schema:
             bound = schema["maximum"]
@@ -125,21 +132,26 @@ def _check_scalar(value: Any, schema: Schema, field: str) -> list[tuple[str, str
                     "less than" if schema.get("exclusiveMaximum") else "less than or equal to"
                 )
                 errors.append(
-                    (field, f"Invalid value: {shown}: {field} in body should be {relation} {bound}")
+                    (
+                        field,
+                        f"Invalid value: {_render(value)}: {field} in body should be {relation} "
+                        f"{bound}",
+                    )
                 )
     if isinstance(value, str):
         if "pattern" in schema and not re.search(schema["pattern"], value):
             errors.append(
                 (
                     field,
-                    f"Invalid value: {shown}: {field} in body should match '{schema['pattern']}'",
+                    f"Invalid value: {_render(value)}: {field} in body should match "
+                    f"'{schema['pattern']}'",
                 )
             )
         if "minLength" in schema and len(value) < schema["minLength"]:
             errors.append(
                 (
                     field,
-                    f"Invalid value: {shown}: {field} in body should be at least "
+                    f"Invalid value: {_render(value)}: {field} in body should be at least "
                     f"{schema['minLength']} chars long",
                 )
             )
