@@ -11,8 +11,7 @@ import subprocess
 import sys
 from typing import Any
 
-from akri.sim.apiserver.tls import SERVICE_IP
-from akri.sim.podnet.addresses import API_SERVICE_PORT
+from akri.sim.apiserver.kubernetes_service import SERVICE_IP, SERVICE_PORT
 from akri.sim.podnet.cluster import enter
 from akri.sim.podnet.sandbox import PodSandbox
 
@@ -57,8 +56,8 @@ async def probe(network: Any) -> dict[str, Any]:
     seen["pod_to_pod_across_nodes"] = await _reaches(b.enter, a.address, 8080)
     seen["received"] = (await server.stdout.readline()).decode().strip()
     await server.wait()
-    api = await asyncio.start_server(lambda r, w: w.close(), SERVICE_IP, API_SERVICE_PORT)
-    seen["pod_to_api_service"] = await _reaches(b.enter, SERVICE_IP, API_SERVICE_PORT)
+    api = await asyncio.start_server(lambda r, w: w.close(), SERVICE_IP, SERVICE_PORT)
+    seen["pod_to_api_service"] = await _reaches(b.enter, SERVICE_IP, SERVICE_PORT)
     api.close()
     seen["own_loopback_only"] = not await _reaches(a.enter, "127.0.0.1", network.port)
     await a.destroy()

@@ -35,14 +35,14 @@ from akri.kube.calls import call
 from akri.kube.connect import api_client
 from akri.service import Service
 from akri.sim.apiserver import ApiServer, errors
-from akri.sim.apiserver.tls import SERVICE_IP, Pki
+from akri.sim.apiserver.kubernetes_service import SERVICE_IP, SERVICE_PORT
+from akri.sim.apiserver.tls import Pki
 from akri.sim.host_paths import local_path, node_host_dirs
 from akri.sim.kubelet import Kubelet
 from akri.sim.kubelet.node import NodeBridge
 from akri.sim.kubelet.runtime.pod import NodeHost, RuntimeSettings
 from akri.sim.kubelet.runtime.processes import Processes
 from akri.sim.kubelet.runtime.spec import DEFAULT_SIM_IMAGE, SIM_IMAGE_ENV
-from akri.sim.podnet.addresses import API_SERVICE_PORT
 from akri.sim.podnet.cluster import ClusterNetwork
 from akri.sim.scheduler import Scheduler
 from akri.sim.workloads.controllers import DisruptionController, WorkloadControllers
@@ -164,7 +164,7 @@ class Cluster(Service):
             port = network.port
             in_cluster = {
                 "secure_host": SERVICE_IP,
-                "secure_port": API_SERVICE_PORT,
+                "secure_port": SERVICE_PORT,
                 "listeners": [network.listener],
             }
         self.server = ApiServer(
@@ -210,8 +210,6 @@ class Cluster(Service):
         self.server.write_kubeconfig(self.kubeconfig)
         await self.server.apply_definitions(crd_definitions())
         self._client = await load_client(self.kubeconfig)
-        if self.network is not None:
-            await self._publish_api_service()
         bridges = {}
         for node in self.nodes.values():
             await node.kubelet.start()
@@ -227,19 +225,6 @@ class Cluster(Service):
         if self._controller is not None:
             tuning = dataclasses.replace(self._controller, mode=self.mode)
             self._spawn(Controller(self._client, tuning).run(), "controller")
-
-    async def _publish_api_service(self) -> None:
-        """The `kubernetes` Service at the address pods reach the API server on, as
-        kube-apiserver keeps it."""
-        port = {"name": "https", "port": API_SERVICE_PORT, "targetPort": API_SERVICE_PORT}
-        body = {
-            "metadata": {
-                "name": "kubernetes",
-                "labels": {"component": "apiserver", "provider": "kubernetes"},
-            },
-            "spec": {"clusterIP": SERVICE_IP, "ports": [port]},
-        }
-        await call(client.CoreV1Api(self.api_client()).create_namespaced_service, "default", body)
 
     def start_agent(self, name: str) -> Agent:
         """Run a new akri agent on node `name` (after `stop_agent`, its restart)."""

@@ -140,6 +140,30 @@ def _pod_update_errors(old: JSON, new: JSON) -> list[tuple[str, str]]:
     return pod_updates.spec_update_errors(old.get("spec") or {}, spec)
 
 
+def _service_external_ip(service: JSON) -> str:
+    """kubectl's EXTERNAL-IP: the external name or addresses, `<pending>` for a load balancer
+    still without one, `<none>` otherwise."""
+    spec = service.get("spec") or {}
+    if spec.get("type") == "ExternalName":
+        return str(spec.get("externalName") or "")
+    ingress = _get(service, "status.loadBalancer.ingress") or []
+    addresses = [i.get("ip") or i.get("hostname") for i in ingress] + list(
+        spec.get("externalIPs") or []
+    )
+    if addresses:
+        return ",".join(str(a) for a in addresses if a)
+    return "<pending>" if spec.get("type") == "LoadBalancer" else "<none>"
+
+
+def _service_ports(service: JSON) -> str:
+    """kubectl's PORT(S): `port/protocol` each, `port:nodePort/protocol` with a node port."""
+    cells = []
+    for port in _get(service, "spec.ports") or []:
+        node_port = f":{port['nodePort']}" if port.get("nodePort") else ""
+        cells.append(f"{port.get('port')}{node_port}/{port.get('protocol', 'TCP')}")
+    return ",".join(cells) or "<none>"
+
+
 def _service_preparer() -> Callable[[JSON], None]:
     """Defaults for Services; each server allocates cluster IPs from its own range."""
     cluster_ips = (str(ip) for ip in itertools.islice(SERVICE_CIDR.hosts(), 10, None))
@@ -245,6 +269,8 @@ def builtin_kinds() -> list[ResourceType]:
                 NAME,
                 Column("Type", "string", path_cell("spec.type")),
                 Column("Cluster-IP", "string", path_cell("spec.clusterIP")),
+                Column("External-IP", "string", _service_external_ip),
+                Column("Port(s)", "string", _service_ports),
                 AGE,
                 Column("Selector", "string", path_cell("spec.selector"), priority=1),
             ),

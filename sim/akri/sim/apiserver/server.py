@@ -24,6 +24,7 @@ from akri.sim.apiserver.core_kinds import CRD_GROUP, builtin_kinds
 from akri.sim.apiserver.dra_kinds import dra_kinds
 from akri.sim.apiserver.faults import Faults
 from akri.sim.apiserver.handlers import ApiHandlers, LogSource, pause_gate, status_errors
+from akri.sim.apiserver.kubernetes_service import KubernetesService
 from akri.sim.apiserver.operations import Operations
 from akri.sim.apiserver.platform_kinds import platform_kinds
 from akri.sim.apiserver.resources import Registry
@@ -96,13 +97,14 @@ class ApiServer(Service):
         self.operations = Operations(registry, Store(history_limit))
         self.faults = Faults(fault_seed)
         self._collector = GarbageCollector(self.operations)
+        self._kubernetes_service = KubernetesService(self.operations)
         self.tokens = TokenIssuer(ADMIN_TOKEN, self._account_uid)
         self.access = AccessLog()
         authorizer = Authorizer(self._rbac_objects) if authorization else None
         guard = Guard(self.tokens, authorizer, self.access)
         self._handlers = ApiHandlers(self.operations, self.faults, guard, bookmark_interval_s)
         self._runner: web.AppRunner | None = None
-        self._collector_task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
         self._url = ""
 
     def _account_uid(self, namespace: str, name: str) -> str | None:
@@ -150,20 +152,27 @@ class ApiServer(Service):
             self.secure_port = self._runner.addresses[1][1]
         for listener in self._listeners:
             await web.SockSite(self._runner, listener).start()
-        self._collector_task = asyncio.create_task(self._collector.run(), name="apiserver-gc")
+        target_port = self.secure_port or port  # the port pods use: the secure one, if served
+        self._kubernetes_service.ensure(target_port)
+        self._tasks = [
+            asyncio.create_task(self._collector.run(), name="apiserver-gc"),
+            asyncio.create_task(
+                self._kubernetes_service.run(target_port), name="apiserver-kubernetes-service"
+            ),
+        ]
 
     async def stop(self) -> None:
-        """End every watch, stop serving and stop the collector."""
+        """End every watch, stop serving and stop the collector and the Service's keeper."""
         self.faults.resume()
         self.faults.drop_watches()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        if self._collector_task is not None:
-            self._collector_task.cancel()
+        for task in self._tasks:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._collector_task
-            self._collector_task = None
+                await task
+        self._tasks = []
 
     def write_kubeconfig(self, path: str | os.PathLike[str]) -> Path:
         target = Path(path)

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Final
 
 from akri import certificates
+from akri.sim.apiserver.kubernetes_service import SERVICE_IP
 
-SERVICE_IP: Final = "10.96.0.1"
-"""The `kubernetes` Service's cluster IP, where pods find the API server."""
 _NAMES: Final = (
     "kubernetes",
     "kubernetes.default",

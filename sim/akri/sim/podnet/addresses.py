@@ -9,8 +9,6 @@ from typing import Final
 BRIDGE: Final = "cni0"
 CLUSTER_CIDR: Final = ipaddress.IPv4Network("10.244.0.0/16")
 NODE_PREFIX: Final = 24
-API_SERVICE_PORT: Final = 443
-"""The `kubernetes` Service's port; its address is the one the API server's certificate names."""
 MAX_NODES: Final = 2 ** (NODE_PREFIX - CLUSTER_CIDR.prefixlen)
 
 

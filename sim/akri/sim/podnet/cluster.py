@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from akri.sim.apiserver.tls import SERVICE_IP
+from akri.sim.apiserver.kubernetes_service import SERVICE_IP
 from akri.sim.podnet.addresses import BRIDGE, NODE_PREFIX, NodeNetwork
 
 CLONE_NEWNET: Final = 0x40000000

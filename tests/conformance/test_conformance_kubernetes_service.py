@@ -1,0 +1,60 @@
+"""The `default/kubernetes` Service: the API server publishes it and re-creates it when deleted."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from tests.conformance.support import DEADLINE_S, Cluster
+from tests.kubectl import Kubectl, needs_kubectl
+from tests.support import eventually
+
+LABELS = {"component": "apiserver", "provider": "kubernetes"}
+
+
+async def test_the_api_server_publishes_the_kubernetes_service(core: client.CoreV1Api) -> None:
+    service = await core.read_namespaced_service("kubernetes", "default")
+    assert service.metadata.labels == LABELS
+    assert service.spec.type == "ClusterIP"
+    ipaddress.ip_address(service.spec.cluster_ip)  # an address of the service range
+    assert service.spec.cluster_ips == [service.spec.cluster_ip]  # single-stack
+    assert not service.spec.selector  # its endpoints are the API server's own, not pods
+    [port] = service.spec.ports
+    assert (port.name, port.port, port.protocol) == ("https", 443, "TCP")
+
+
+@needs_kubectl
+async def test_kubectl_shows_the_kubernetes_service(cluster: Cluster, tmp_path: Path) -> None:
+    kubectl = Kubectl(cluster.kubeconfig, tmp_path, "default")
+    [header, row] = (await kubectl("get", "svc", "kubernetes")).splitlines()
+    assert header.split() == ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]
+    name, kind, cluster_ip, external_ip, ports, _ = row.split()
+    assert (name, kind, external_ip, ports) == ("kubernetes", "ClusterIP", "<none>", "443/TCP")
+    ipaddress.ip_address(cluster_ip)
+    labels = await kubectl(
+        "get", "svc", "-l", "component=apiserver,provider=kubernetes", "-o", "name"
+    )
+    assert labels.split() == ["service/kubernetes"]
+
+
+async def test_a_deleted_kubernetes_service_comes_back(core: client.CoreV1Api) -> None:
+    old = await core.read_namespaced_service("kubernetes", "default")
+    await core.delete_namespaced_service("kubernetes", "default")
+
+    async def recreated() -> client.V1Service | None:
+        try:
+            service = await core.read_namespaced_service("kubernetes", "default")
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        return service if service.metadata.uid != old.metadata.uid else None
+
+    # A real API server checks every 10 s; the deadline only catches a server that never does.
+    service = await eventually(recreated, "the kubernetes Service to be re-created", DEADLINE_S)
+    assert service.metadata.labels == LABELS
+    assert service.spec.cluster_ip == old.spec.cluster_ip
+    assert [(p.name, p.port, p.protocol) for p in service.spec.ports] == [("https", 443, "TCP")]
