@@ -20,6 +20,7 @@ from akri.sim.apiserver import ApiServer
 from tests.conformance.support import (
     FOREIGN_KUBECONFIG,
     GADGET_CRD,
+    GIZMO_CRD,
     WIDGET_CRD,
     Cluster,
     gone,
@@ -93,6 +94,13 @@ async def widgets(api: client.ApiClient) -> AsyncIterator[None]:
 async def gadgets(api: client.ApiClient) -> AsyncIterator[client.CustomObjectsApi]:
     """The Gadget CRD (validation rules), established around the test."""
     async with established(api, GADGET_CRD):
+        yield client.CustomObjectsApi(api)
+
+
+@pytest.fixture
+async def gizmos(api: client.ApiClient) -> AsyncIterator[client.CustomObjectsApi]:
+    """The Gizmo CRD (served as v1 and v2), established around the test."""
+    async with established(api, GIZMO_CRD):
         yield client.CustomObjectsApi(api)
 
 

@@ -85,6 +85,24 @@ WIDGET_CRD: Any = {  # a dict: the client sends it as is
 }
 
 
+GIZMO_CRD: Any = {  # one kind served in two versions (no conversion: apiVersion differs only)
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": f"gizmos.{GROUP}"},
+    "spec": {
+        "group": GROUP,
+        "scope": "Namespaced",
+        "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo"},
+        "versions": [
+            {"name": name, "served": True, "storage": name == "v1", "schema": {"openAPIV3Schema": {
+                "type": "object", "properties": {"spec": {
+                    "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}
+            for name in ("v1", "v2")
+        ],
+    },
+}  # fmt: skip
+
+
 def rules(*pairs: tuple[str, str | None]) -> list[dict[str, str]]:
     return [{"rule": r, **({"message": m} if m else {})} for r, m in pairs]
 

@@ -16,6 +16,7 @@ from akri.sim.apiserver import ApiServer
 from tests.conformance.support import (
     DEADLINE_S,
     GROUP,
+    MERGE_PATCH,
     PLURAL,
     VERSION,
     Cluster,
@@ -246,3 +247,44 @@ async def test_send_initial_events_ends_with_a_marked_bookmark(
     assert (added["type"], added["object"]["metadata"]["name"]) == ("ADDED", namespace)
     assert bookmark["type"] == "BOOKMARK"
     assert bookmark["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+
+
+async def test_watchers_of_one_change_see_it_in_their_own_version_and_selection(
+    api: client.ApiClient, gizmos: client.CustomObjectsApi, namespace: str
+) -> None:
+    """One change reaches each watcher as its request asks: in the version it watches, and
+    as DELETED for the watcher whose selector it leaves, whichever watcher reads first."""
+    body = {"metadata": {"name": "g", "labels": {"app": "x"}}, "spec": {"size": 1}}
+    created = await gizmos.create_namespaced_custom_object(GROUP, "v1", namespace, "gizmos", body)
+    since = created["metadata"]["resourceVersion"]
+    watches = {
+        "v1": ("v1", {}),
+        "v2": ("v2", {}),
+        "v1 app=x": ("v1", {"labelSelector": "app=x"}),
+        "v2 app=x": ("v2", {"labelSelector": "app=x"}),
+    }
+    responses = {
+        name: await raw_get(
+            api,
+            f"/apis/{GROUP}/{version}/namespaces/{namespace}/gizmos",
+            {"watch": "true", "resourceVersion": since, **query},
+        )
+        for name, (version, query) in watches.items()
+    }
+    change = {"metadata": {"labels": {"app": None}}, "spec": {"size": 2}}
+    await gizmos.patch_namespaced_custom_object(
+        GROUP, "v1", namespace, "gizmos", "g", change, **MERGE_PATCH
+    )
+    received = {}
+    async with asyncio.timeout(DEADLINE_S):
+        for name, response in responses.items():
+            received[name] = json.loads(await response.content.readline())
+            response.release()
+    seen = {n: (e["type"], e["object"]["apiVersion"]) for n, e in received.items()}
+    assert seen == {
+        "v1": ("MODIFIED", f"{GROUP}/v1"),
+        "v2": ("MODIFIED", f"{GROUP}/v2"),
+        "v1 app=x": ("DELETED", f"{GROUP}/v1"),
+        "v2 app=x": ("DELETED", f"{GROUP}/v2"),
+    }
+    assert {e["object"]["spec"]["size"] for e in received.values()} == {2}

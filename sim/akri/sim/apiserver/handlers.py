@@ -33,6 +33,7 @@ from akri.sim.apiserver.faults import Faults, RequestInfo
 from akri.sim.apiserver.operations import DeleteOptions, Operations, Selection, WatchFeed
 from akri.sim.apiserver.resources import ResourceType
 from akri.sim.apiserver.selectors import FieldSelector, LabelSelector
+from akri.sim.apiserver.watchcache import WatchEvent
 
 JSON = dict[str, Any]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -534,7 +535,8 @@ class _WatchStream:
                 await response.write(self._bookmark(operations, {INITIAL_EVENTS_END: "true"}))
             wait = min(remaining, bookmark_interval_s) if self._bookmarks else remaining
             try:
-                event = await asyncio.wait_for(self._feed.next(), wait)
+                async with asyncio.timeout(wait):  # no task per event, unlike wait_for
+                    event = await self._feed.next()
             except TimeoutError:
                 if self._bookmarks and deadline - loop.time() > 0:
                     await response.write(self._bookmark(operations))
@@ -544,9 +546,13 @@ class _WatchStream:
             await faults.wait_running()
             await response.write(self._event(*event))
 
-    def _event(self, kind: str, obj: JSON) -> bytes:
+    def _event(self, kind: str, obj: JSON, source: WatchEvent) -> bytes:
         if not self._as_table:
-            return _line({"type": kind, "object": obj})
+            key = (kind, self._resource.api_version)
+            line = source.lines.get(key)
+            if line is None:
+                line = source.lines[key] = _line({"type": kind, "object": obj})
+            return line
         table = tables.table(
             self._resource,
             [obj],

@@ -567,8 +567,9 @@ class WatchFeed:
                 return DELETED, event.obj
         return (event.type, event.obj) if matches_now else None
 
-    async def next(self) -> tuple[str, JSON] | None:
-        """The next event for this watcher; None when the server ends the stream."""
+    async def next(self) -> tuple[str, JSON, WatchEvent] | None:
+        """The next event for this watcher as (type, object, the stored change it shows);
+        None when the server ends the stream."""
         while True:
             if self._backlog:
                 event: WatchEvent | None = self._backlog.popleft()
@@ -578,7 +579,7 @@ class WatchFeed:
                 return None
             filtered = self._filtered(event)
             if filtered is not None:
-                return filtered[0], self._operations.present(self.resource, filtered[1])
+                return filtered[0], self._operations.present(self.resource, filtered[1]), event
 
     @property
     def backlog_empty(self) -> bool:

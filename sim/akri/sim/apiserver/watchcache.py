@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from akri.sim.apiserver.errors import expired
@@ -29,6 +29,9 @@ class WatchEvent:
     obj: JSON
     rv: int
     previous: JSON | None = None
+    lines: dict[tuple[str, str], bytes] = field(default_factory=dict, compare=False, repr=False)
+    """The watch lines sent for it, by (event type, apiVersion): every watcher that gets the
+    same line gets the same bytes, encoded once (dropped with the event from the history)."""
 
 
 class Subscription:
