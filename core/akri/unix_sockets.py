@@ -18,6 +18,12 @@ OWNER_ONLY = 0o600
 UNIX = "unix://"
 MAX_SOCKET_PATH_BYTES = 105
 """The longest unix socket path grpcio (1.85) binds; `sun_path` would take 107 bytes."""
+LOCAL_PEER_OPTIONS = (("grpc.http2.bdp_probe", 0),)
+"""gRPC options for one end of a connection to a peer on the same node. No bandwidth-delay
+probing: its PINGs grow the flow-control window for long, fast links; on a unix socket that
+carries a few small messages they only cost a PING, its answer and a window update per
+connection, which a thousand device plugins dialled at once after a kubelet restart pay a
+thousand times (a third of the gRPC threads' CPU on each side)."""
 
 
 def add_port(server: grpc.aio.Server, address: str) -> int:

@@ -14,6 +14,7 @@ import pytest
 from akri.proto.deviceplugin.v1beta1.api_pb2 import Device, Empty, RegisterRequest
 from akri.proto.deviceplugin.v1beta1.constants import VERSION
 from akri.sim.kubelet import AdmissionError, Container, Kubelet
+from tests.http2 import HEADERS, Tap
 from tests.kubelet.conftest import PluginFactory
 from tests.kubelet.plugin import FakePlugin, device
 
@@ -111,6 +112,21 @@ async def test_register_joins_the_endpoint_to_the_plugin_dir_like_go(
     plugin = await make_plugin(RESOURCE, [device("a")], register=False)
     await plugin.register(kubelet.socket, endpoint=f"/{plugin.socket.name}")
     await wait(kubelet, lambda: kubelet.capacity().get(RESOURCE) == 1)
+
+
+async def test_the_kubelet_dials_plugins_without_bandwidth_probes(
+    kubelet: Kubelet, make_plugin: PluginFactory
+) -> None:
+    """A restarted kubelet dials a thousand plugins at once; a probe's PING and its answer
+    would cost both sides on every connection."""
+    plugin = await make_plugin(RESOURCE, [device("a")], register=False)
+    tap_socket = kubelet.device_plugins_dir / "tap.sock"
+    async with Tap(tap_socket, plugin.socket) as tap:
+        await plugin.register(kubelet.socket, endpoint=tap_socket.name)
+        await wait(kubelet, lambda: kubelet.capacity().get(RESOURCE) == 1)
+        frames = tap.client_frames()
+    assert len([frame for frame in frames if frame.kind == HEADERS]) == 2  # options, the list
+    assert not [frame for frame in frames if frame.ping]
 
 
 async def test_a_new_registration_replaces_the_old_endpoint(

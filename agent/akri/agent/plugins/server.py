@@ -25,7 +25,7 @@ from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import (
     add_DevicePluginServicer_to_server,
 )
 from akri.proto.deviceplugin.v1beta1.constants import VERSION
-from akri.unix_sockets import add_port
+from akri.unix_sockets import LOCAL_PEER_OPTIONS, add_port
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class PluginServer:
 
     async def start(self) -> None:
         self.socket.parent.mkdir(parents=True, exist_ok=True)
-        server = grpc.aio.server()
+        server = grpc.aio.server(options=LOCAL_PEER_OPTIONS)
         server.add_generic_rpc_handlers(self._handlers)
         add_port(server, f"unix://{self.socket}")
         await server.start()

@@ -28,6 +28,7 @@ from akri.proto.deviceplugin.v1beta1.api_pb2 import (
 from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import DevicePluginStub
 from akri.sim.kubelet import rpc
 from akri.sim.kubelet.model import AllocationError, RegistrationError
+from akri.unix_sockets import LOCAL_PEER_OPTIONS
 
 if TYPE_CHECKING:  # the async stub type exists only in the generated typing stubs
     from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import DevicePluginAsyncStub
@@ -88,7 +89,7 @@ class PluginEndpoint:
         cls, resource: str, socket: Path, *, dial_timeout: float, call_timeout: float | None
     ) -> PluginEndpoint:
         """Dial like the kubelet (blocking, bounded) and fetch the plugin's options."""
-        channel = grpc.aio.insecure_channel(f"unix://{socket}")
+        channel = grpc.aio.insecure_channel(f"unix://{socket}", options=LOCAL_PEER_OPTIONS)
         try:
             try:
                 async with asyncio.timeout(dial_timeout):
