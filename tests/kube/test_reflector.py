@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import ssl
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
 
 from akri.kube.reflector import EventType, Object, RawWatch, Reflector
 from akri.sim.apiserver import ApiServer
-from tests.support import eventually
+from akri.sim.apiserver.faults import FaultRule
+from tests.support import eventually, running
 
 
 def config_map(name: str) -> client.V1ConfigMap:
@@ -163,10 +166,35 @@ async def test_a_failed_relist_keeps_every_object_and_retries(
 
 async def test_a_watch_event_is_parsed_once() -> None:
     line = '{"type": "MODIFIED", "object": {"metadata": {"name": "a", "resourceVersion": "7"}}}'
-    async with RawWatch(return_type="object") as stream:
+    async with RawWatch() as stream:
         event = stream.unmarshal_event(line, "object")
     assert event["object"] is event["raw_object"]  # not serialised and parsed again
     assert event["raw_object"]["metadata"]["resourceVersion"] == "7"
+
+
+async def test_a_watch_builds_no_api_client_of_its_own(
+    apiserver: ApiServer, core: client.CoreV1Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its events are read raw; an ApiClient of its own (kubernetes-asyncio's Watch builds one
+    to parse events into types) would load an SSL context on every watch opened."""
+    contexts = []
+    make_context = ssl.create_default_context
+
+    def counted(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        contexts.append(kwargs)
+        return make_context(*args, **kwargs)
+
+    monkeypatch.setattr(ssl, "create_default_context", counted)
+    watches = apiserver.faults.add(FaultRule(verb="watch", resource="configmaps"))
+    reflector = Reflector(functools.partial(core.list_namespaced_config_map, "default"))
+
+    def opened_three_times() -> bool:
+        apiserver.faults.drop_watches()
+        return watches.hits >= 3
+
+    async with running(reflector.run()):
+        await eventually(opened_three_times, "the watch cut and opened again")
+    assert contexts == []
 
 
 async def test_an_assumed_object_no_relist_finds_is_reported_deleted_once_it_must_be_there(
