@@ -1,5 +1,5 @@
 """The small pure parts of the plugin layer: socket names, the engine view, PodResources use,
-the record of recent grants, and logging problems once."""
+the record of recent grants, ListAndWatch lists, and logging problems once."""
 
 from __future__ import annotations
 
@@ -11,11 +11,14 @@ import pytest
 from akri import slots
 from akri.agent.plugins.allocations import Allocations
 from akri.agent.plugins.reclaim import devices_in_use
+from akri.agent.plugins.servicer import list_response
 from akri.agent.plugins.sockets import new_nonce, socket_name
 from akri.api import Instance, InstanceSpec, ObjectMeta
 from akri.api.pool import released, view, with_usage
 from akri.logs import OnceLog
 from akri.naming import digest
+from akri.proto.deviceplugin.v1beta1.api_pb2 import Device, ListAndWatchResponse
+from akri.proto.deviceplugin.v1beta1.constants import HEALTHY, UNHEALTHY
 from akri.proto.podresources.v1.api_pb2 import (
     ContainerDevices,
     ContainerResources,
@@ -34,6 +37,29 @@ def test_socket_names_carry_the_resource_a_digest_and_the_nonce() -> None:
         socket_name(DEVICE_PLUGINS, resource, "k1")
         == f"akri.sh-cfg-8120fe-{digest(resource)}-k1.sock"
     )
+
+
+@pytest.mark.parametrize(
+    "devices",
+    [
+        {},
+        {"cam-1a2b3c-0": True},
+        {"cam-1a2b3c-1": False, "cam-1a2b3c-0": True, "cam-1a2b3c-10": False},
+        {f"cfg-{n}": n % 3 != 0 for n in range(300)},
+    ],
+)
+def test_list_responses_list_every_device_in_order_with_its_health(
+    devices: dict[str, bool],
+) -> None:
+    built = ListAndWatchResponse(
+        devices=[Device(ID=d, health=HEALTHY if h else UNHEALTHY) for d, h in devices.items()]
+    )
+    sent = list_response(devices)
+    assert sent == built
+    assert [(d.ID, d.health) for d in sent.devices] == [
+        (d, HEALTHY if h else UNHEALTHY) for d, h in devices.items()
+    ]
+    assert list_response(devices) == sent, "a device listed before is listed alike"
 
 
 def test_nonces_never_repeat() -> None:
