@@ -153,6 +153,10 @@ class Cluster:
         )
 
 
+def fast_backoff() -> Backoff:
+    return Backoff(initial=0.01, maximum=0.1)
+
+
 @dataclass(frozen=True)
 class AgentOptions:
     reclaim: bool = False
@@ -162,6 +166,7 @@ class AgentOptions:
     """How often the reclaimer runs a round without being called."""
     allocate_timeout: float = 5.0
     clock: Callable[[], float] = time.monotonic
+    register_backoff: Callable[[], Backoff] = fast_backoff
 
 
 @dataclass
@@ -187,7 +192,7 @@ class Agent:
             device_plugins_dir=kubelet.device_plugins_dir,
             allocate_timeout=options.allocate_timeout,
             watch_interval=WATCH_INTERVAL_S,
-            register_backoff=fast_backoff,
+            register_backoff=options.register_backoff,
         )
         reclaimer = None
         if options.reclaim:
@@ -328,10 +333,6 @@ async def allocate_error(
     except grpc.aio.AioRpcError as error:
         return error.code(), error.details() or ""
     pytest.fail(f"Allocate of {containers} on {node.name} succeeded")
-
-
-def fast_backoff() -> Backoff:
-    return Backoff(initial=0.01, maximum=0.1)
 
 
 @pytest.fixture

@@ -5,11 +5,18 @@ Rules: docs/design.md §6.
 
 from __future__ import annotations
 
+import logging
+import random
+from dataclasses import dataclass, field
+
+import pytest
+
 from akri import naming
 from akri.agent.plugins.plugin import CONCURRENT_REGISTRATIONS
+from akri.backoff import Backoff
 from akri.proto.deviceplugin.v1beta1.constants import KUBELET_SOCKET_NAME
 from akri.sim.kubelet import Container
-from tests.agent.conftest import AgentNode, Cluster, StartNode, configuration
+from tests.agent.conftest import AgentNode, Cluster, StartNode, configuration, fast_backoff
 from tests.kubelet.plugin import FakePlugin
 from tests.support import eventually
 
@@ -117,6 +124,46 @@ async def test_plugins_wait_for_a_kubelet_that_starts_late(
     await node.until_capacity(CL, 1, 1)
     await eventually(lambda: node.manager.ready, "the manager to be ready")
     assert node.kubelet.registrations == {resource: 1, CL: 1}
+
+
+@dataclass
+class CountedBackoff(Backoff):
+    """Counts the retry delays taken, in `taken` (shared by the plugins of a test)."""
+
+    taken: list[float] = field(default_factory=list, kw_only=True)
+
+    def next_delay(self, rng: random.Random | None = None) -> float:
+        delay = super().next_delay(rng)
+        self.taken.append(delay)
+        return delay
+
+
+async def test_plugins_without_a_kubelet_wait_for_the_watch_to_see_one(
+    cluster: Cluster, start_node: StartNode, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not for a retry delay: a thousand plugins retrying on theirs while a kubelet restarts
+    took three registration turns each for nothing. Their longest delay here is an hour."""
+    caplog.set_level(logging.DEBUG, "akri.agent.plugins.plugin")
+    taken: list[float] = []
+    initial = fast_backoff().initial
+    cluster.set_configuration(CONFIG)
+    node = await start_node(
+        "node-a",
+        kubelet=False,
+        register_backoff=lambda: CountedBackoff(initial, maximum=3600.0, taken=taken),
+    )
+    name = await cluster.create_instance(CONFIG, "foo0", [node.name])
+    resource = naming.resource_name(name)
+
+    def waiting() -> set[str]:
+        return {r.getMessage().split(":")[0] for r in caplog.records if "waiting for" in r.message}
+
+    await eventually(lambda: len(waiting()) == 2, "both plugins to find no kubelet")
+    assert taken == []
+    await node.kubelet.start()
+
+    await node.until_capacity(resource, 2, 2)
+    await node.until_capacity(CL, 1, 1)
 
 
 async def test_plugins_come_back_after_a_kubelet_outage(

@@ -3,10 +3,10 @@
 A restarting kubelet deletes every socket in the device-plugins directory and serves a new
 kubelet.sock; either sign means plugins must register again (the third sign, a cut
 ListAndWatch stream, reaches each plugin directly). The standard library has no inotify; a
-stat of the directory every 200 ms tells whether any entry came or went, and only then is the
-directory listed once for every plugin to look for its own socket in (a stat per plugin would
-cost 1000 stats a tick while a thousand plugins register again and the directory keeps
-changing).
+stat of the directory and of kubelet.sock every 200 ms tells whether anything came or went,
+and only then is the directory listed once for every plugin to look for its own socket in (a
+stat per plugin would cost 1000 stats a tick while a thousand plugins register again and the
+directory keeps changing).
 """
 
 from __future__ import annotations
@@ -57,21 +57,25 @@ class KubeletWatch:
         self.identity = socket_identity(kubelet_socket)
 
     async def run(self, watchers: Callable[[], Iterable[Watcher]]) -> None:
-        """Every interval, stat the directory; when an entry came or went (or the set of
-        watchers changed), stat kubelet.sock, list the directory and let each watcher check.
-        Until cancelled."""
-        seen: tuple[Identity | None, frozenset[int]] | None = None
+        """Every interval, stat the directory and kubelet.sock; when either changed (or the
+        set of watchers did), list the directory and let each watcher check. Until cancelled.
+
+        kubelet.sock is looked at on its own as well: a directory's ctime moves in steps of
+        the kernel's clock tick, so entries that went and came within one tick can leave it as
+        it was; a plugin waiting for a kubelet relies on seeing the new one."""
+        seen: tuple[Identity | None, Identity | None, frozenset[int]] | None = None
         while True:
             current = list(watchers())
             # Taken before the checks: a change during them shows up at the next tick.
-            state = (socket_identity(self.kubelet_socket.parent), frozenset(map(id, current)))
+            directory = socket_identity(self.kubelet_socket.parent)
+            kubelet = socket_identity(self.kubelet_socket)
+            state = (directory, kubelet, frozenset(map(id, current)))
             if state != seen:
                 seen = state
-                self._check(current)
+                self._check(kubelet, current)
             await asyncio.sleep(self.interval)
 
-    def _check(self, watchers: Iterable[Watcher]) -> None:
-        identity = socket_identity(self.kubelet_socket)
+    def _check(self, identity: Identity | None, watchers: Iterable[Watcher]) -> None:
         if identity != self.identity:
             state = "is serving" if identity is not None else "is gone"
             log.info("kubelet socket %s %s", self.kubelet_socket, state)

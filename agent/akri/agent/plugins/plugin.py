@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import logging
 from collections.abc import Callable, Collection, Coroutine
 from pathlib import Path
@@ -37,6 +38,17 @@ start, kubelet restart) is no faster, and leaves the memory of a thousand connec
 
 def register_backoff() -> Backoff:
     return Backoff(initial=0.1, maximum=5.0)
+
+
+class Outcome(enum.Enum):
+    """How an attempt to serve and register ended."""
+
+    REGISTERED = enum.auto()
+    FAILED = enum.auto()
+    """Tried again after the backoff's next delay, or at once when a sign came meanwhile."""
+    NO_KUBELET = enum.auto()
+    """No kubelet serves: tried again once the kubelet watch sees one, not on a timer (a
+    thousand plugins polling while a kubelet restarts took three turns each for nothing)."""
 
 
 class Plugin:
@@ -105,15 +117,20 @@ class Plugin:
             while True:
                 self._wake.clear()
                 self.registered = False
-                if await self._attempt():
+                outcome = await self._attempt()
+                if outcome is Outcome.REGISTERED:
                     self.registered = True
                     self._set_problem(None)
                     backoff.reset()
                     await self._wake.wait()
-                else:
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(backoff.next_delay()):
-                            await self._wake.wait()
+                    continue
+                # Without a kubelet, looking again after the longest delay only covers a
+                # kubelet socket the watch could not tell from the last one it saw.
+                no_kubelet = outcome is Outcome.NO_KUBELET
+                delay = backoff.maximum if no_kubelet else backoff.next_delay()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(delay):
+                        await self._wake.wait()
         finally:
             self.registered = False
             self._epoch += 1
@@ -121,8 +138,8 @@ class Plugin:
                 self._retire(self.server)
             await asyncio.gather(*self._retiring)
 
-    async def _attempt(self) -> bool:
-        """Serve a fresh incarnation when needed and register it; False to retry later."""
+    async def _attempt(self) -> Outcome:
+        """Serve a fresh incarnation when needed and register it."""
         try:
             async with self._turns:
                 if self.server is None or self.server.gone:
@@ -134,7 +151,7 @@ class Plugin:
         except Exception:  # retried: a plugin must never take the agent down
             self._set_problem(f"unexpected error while serving {self.spec.resource}")
             self._warn_once(f"{self.spec}: {self.problem}", exc_info=True)
-        return False
+        return Outcome.FAILED
 
     async def _new_incarnation(self) -> None:
         old, self.server = self.server, None
@@ -154,7 +171,7 @@ class Plugin:
         self._retiring.add(task)
         task.add_done_callback(self._retiring.discard)
 
-    async def _register(self) -> bool:
+    async def _register(self) -> Outcome:
         assert self.server is not None
         # Registering the socket served now with the kubelet serving now answers every sign so
         # far: one that came while this plugin waited for its turn (a thousand wait after a
@@ -162,11 +179,11 @@ class Plugin:
         self._wake.clear()
         if self.server.gone:
             self._wake.set()
-            return False
+            return Outcome.FAILED
         kubelet = self._registered_on = socket_identity(self._registration.socket)
         if kubelet is None:
             log.debug("%s: waiting for %s", self.spec, self._registration.socket)
-            return False
+            return Outcome.NO_KUBELET
         self._epoch += 1
         try:
             done = await self._unless_woken(
@@ -179,13 +196,14 @@ class Plugin:
                 f"the kubelet refused to register {self.spec.resource}: {error.details()}"
             )
             self._warn_once(f"{self.spec}: {self.problem} (retrying; logged once)")
-            return False
-        if done:
-            # Once at INFO; again (a thousand plugins after each kubelet restart) at DEBUG.
-            level = logging.DEBUG if self._registered_before else logging.INFO
-            log.log(level, "%s registered as %s", self.spec, self.server.name)
-            self._registered_before = True
-        return done
+            return Outcome.FAILED
+        if not done:
+            return Outcome.FAILED  # woken: a sign calls for a fresh attempt at once
+        # Once at INFO; again (a thousand plugins after each kubelet restart) at DEBUG.
+        level = logging.DEBUG if self._registered_before else logging.INFO
+        log.log(level, "%s registered as %s", self.spec, self.server.name)
+        self._registered_before = True
+        return Outcome.REGISTERED
 
     async def _unless_woken(self, call: Coroutine[Any, Any, None]) -> bool:
         """Await `call`, but give up on it as soon as a sign calls for a fresh attempt.
