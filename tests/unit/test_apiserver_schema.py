@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from akri.sim.apiserver.schema import apply_defaults, prune, validate
+from akri.sim.apiserver.schema import Structural
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -30,6 +30,22 @@ SCHEMA: dict[str, Any] = {
                     },
                 },
                 "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
+                "flags": {"type": "array", "items": {"type": "boolean"}},
+                "ports": {
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "object",
+                        "properties": {"protocol": {"type": "string", "default": "TCP"}},
+                    },
+                },
+                "verbs": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {"verb": {"type": "string", "default": "get"}},
+                    },
+                },
                 "port": {"x-kubernetes-int-or-string": True},
                 "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
                 "nested": {
@@ -43,17 +59,27 @@ SCHEMA: dict[str, Any] = {
 }
 
 
+STRUCTURAL = Structural.of(SCHEMA)
+
+
 def fields(obj: dict[str, Any]) -> list[str]:
-    return [field for field, _ in validate(obj, SCHEMA)]
+    return [field for field, _ in STRUCTURAL.validate(obj)]
 
 
 def test_defaults_fill_absent_fields_recursively() -> None:
-    obj = apply_defaults({"spec": {"name": "a", "shared": False}}, SCHEMA)
+    obj = STRUCTURAL.apply_defaults({"spec": {"name": "a", "shared": False}})
     assert obj["spec"] == {"name": "a", "shared": False, "capacity": 1, "nested": {"inner": 5}}
 
 
+def test_defaults_fill_map_values_and_list_items() -> None:
+    spec = {"name": "a", "ports": {"http": {}}, "verbs": [{}, {"verb": "list"}]}
+    obj = STRUCTURAL.apply_defaults({"spec": spec})
+    assert obj["spec"]["ports"] == {"http": {"protocol": "TCP"}}
+    assert obj["spec"]["verbs"] == [{"verb": "get"}, {"verb": "list"}]
+
+
 def test_defaults_skip_absent_parents() -> None:
-    assert apply_defaults({"kind": "X"}, SCHEMA) == {"kind": "X"}
+    assert STRUCTURAL.apply_defaults({"kind": "X"}) == {"kind": "X"}
 
 
 def test_pruning_drops_undeclared_fields_only() -> None:
@@ -64,7 +90,7 @@ def test_pruning_drops_undeclared_fields_only() -> None:
         "spec": {"name": "a", "bogus": 1, "free": {"x": 1}, "labels": {"a": "b"}},
         "extra": True,
     }
-    dropped = prune(obj, SCHEMA)
+    dropped = STRUCTURAL.prune(obj)
     assert sorted(dropped) == ["extra", "spec.bogus"]
     assert obj["spec"] == {"name": "a", "free": {"x": 1}, "labels": {"a": "b"}}
     assert obj["metadata"] == {"name": "n"}
@@ -89,6 +115,11 @@ def test_valid_object_passes() -> None:
         ({"name": "a", "items": ["x", "y", "z"]}, "spec.items"),
         ({"name": "a", "items": [1]}, "spec.items[0]"),
         ({"name": "a", "labels": {"k": 1}}, "spec.labels.k"),
+        ({"name": "a", "labels": {"k": None}}, "spec.labels.k"),
+        ({"name": "a", "counts": {"c": True}}, "spec.counts.c"),
+        ({"name": "a", "counts": {"c": 1.0}}, "spec.counts.c"),
+        ({"name": "a", "flags": [True, 0]}, "spec.flags[1]"),
+        ({"name": "a", "ports": {"http": {"protocol": 6}}}, "spec.ports.http.protocol"),
         ({"name": "a", "port": 1.5}, "spec.port"),
         ({"name": "a", "props": [{"value": "v", "ref": "r"}]}, "spec.props[0]"),
         ({"name": "a", "props": [{}]}, "spec.props[0]"),
@@ -100,4 +131,4 @@ def test_violations_name_their_field(spec: dict[str, Any], field: str) -> None:
 
 
 def test_nullable_allows_null() -> None:
-    assert validate(None, {"type": "string", "nullable": True}) == []
+    assert Structural.of({"type": "string", "nullable": True}).validate(None) == []

@@ -13,6 +13,7 @@ from akri.sim.apiserver import cel_rules, jsonpath
 from akri.sim.apiserver.core_kinds import AGE, CRD_GROUP, NAME
 from akri.sim.apiserver.errors import invalid
 from akri.sim.apiserver.resources import Column, ResourceType, version_priority
+from akri.sim.apiserver.schema import Structural
 from akri.sim.apiserver.selectors import field_path
 
 JSON = dict[str, Any]
@@ -117,6 +118,7 @@ def resource_types(crd: JSON) -> list[ResourceType]:
                 columns=columns,
                 field_labels=selectable,
                 schema=schema,
+                structural=Structural.of(schema) if schema is not None else None,
                 rules=cel_rules.rule_tree(schema) if schema is not None else None,
                 custom=True,
                 status_on_create={} if has_status else None,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from akri.json_copy import copy_json
-from akri.sim.apiserver import cel_rules, crd, errors, metadata, patching, schema
+from akri.sim.apiserver import cel_rules, crd, errors, metadata, patching
 from akri.sim.apiserver.core_kinds import CRD_GROUP
 from akri.sim.apiserver.resources import Registry, ResourceType
 from akri.sim.apiserver.selectors import FieldSelector, LabelSelector
@@ -424,13 +424,13 @@ class Operations:
         meta = obj["metadata"]
         dns_label = resource.key in (("", "namespaces"), ("", "services"))
         problems = metadata.name_errors(meta["name"], dns_label) + metadata.metadata_errors(meta)
-        if resource.schema is not None:
-            schema.apply_defaults(obj, resource.schema)
-            unknown = schema.prune(obj, resource.schema)
+        if resource.structural is not None:
+            resource.structural.apply_defaults(obj)
+            unknown = resource.structural.prune(obj)
             if strict and unknown:
                 listed = ", ".join(f'unknown field "{path}"' for path in unknown)
                 raise errors.bad_request(f"strict decoding error: {listed}")
-            problems += schema.validate(obj, resource.schema)
+            problems += resource.structural.validate(obj)
             if not problems and resource.rules is not None:
                 problems += cel_rules.violations(resource.rules, obj, old)
         if resource.key == (CRD_GROUP, "customresourcedefinitions"):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from akri.sim.apiserver.schema import Structural
 from akri.sim.apiserver.selectors import FieldGetter, field_path
 
 JSON = dict[str, Any]
@@ -63,6 +64,8 @@ class ResourceType:
     field_labels: Mapping[str, FieldGetter] = field(default_factory=dict)
     # OpenAPI v3 schema of a custom resource: defaults, pruning and validation come from it.
     schema: JSON | None = None
+    # `schema` read once for defaulting, pruning and validation (None: no schema).
+    structural: Structural | None = None
     # The part of `schema` that leads to CEL rules (`cel_rules.rule_tree`); None: no rules.
     rules: JSON | None = None
     custom: bool = False
