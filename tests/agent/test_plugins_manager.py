@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import pytest
@@ -101,3 +102,24 @@ async def test_a_corrupt_slot_is_logged_once_and_never_offered(
     assert len(corrupt) == 1
     assert slot in corrupt[0].getMessage()
     assert (await cluster.usage(name))[slot] == "x:y"
+
+
+@pytest.mark.parametrize("steps", range(8))
+async def test_an_agent_stopped_while_its_plugins_stop_leaves_no_server_behind(
+    cluster: Cluster, start_node: StartNode, steps: int
+) -> None:
+    """The agent stops `steps` turns of the event loop after the manager began stopping every
+    plugin: stopped twice in a row, each plugin still stops its server and removes its socket."""
+    cluster.set_configuration(CONFIG)
+    node = await start_node("node-a")
+    for device in ("foo0", "foo1"):
+        await cluster.create_instance(CONFIG, device, ["node-a"])
+    await eventually(lambda: len(plugin_sockets(node)) == 3, "three plugins served")
+    await eventually(lambda: node.manager.ready, "every plugin registered")
+
+    cluster.delete_configuration("cam")
+    for _ in range(steps):
+        await asyncio.sleep(0)  # one turn of the loop: the second stop lands at each step
+    await node.agent.stop()
+
+    assert plugin_sockets(node) == []

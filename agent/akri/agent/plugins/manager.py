@@ -45,6 +45,7 @@ from akri.api.pool import view
 from akri.backoff import Backoff
 from akri.logs import OnceLog
 from akri.proto.deviceplugin.v1beta1.constants import DEVICE_PLUGIN_PATH, KUBELET_SOCKET_NAME
+from akri.tasks import finish
 
 log = logging.getLogger(__name__)
 
@@ -143,10 +144,12 @@ class PluginManager:
                         await self._round()
                         await self._wake.wait()
         finally:
-            for resource in list(self._running):
-                await self._stop(resource)
-            await self._registration.close()
-            await self._env.commits.close()
+            await finish(self._shut_down())
+
+    async def _shut_down(self) -> None:
+        await self._stop(*self._running)
+        await self._registration.close()
+        await self._env.commits.close()
 
     async def _follow(self, changes: Subscription) -> None:
         while True:
@@ -232,10 +235,12 @@ class PluginManager:
         self._running[spec.resource] = (plugin, task)
         log.info("started %s", spec)
 
-    async def _stop(self, resource: str) -> None:
-        plugin, task = self._running.pop(resource)
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        if plugin.problem is not None:
-            self._problems_changed.set()  # a stopped plugin's problem is withdrawn
-        log.info("stopped %s", plugin.spec)
+    async def _stop(self, *resources: str) -> None:
+        stopping = [self._running.pop(resource) for resource in resources]
+        for _, task in stopping:
+            task.cancel()
+        await finish(*(task for _, task in stopping))
+        for plugin, _ in stopping:
+            if plugin.problem is not None:
+                self._problems_changed.set()  # a stopped plugin's problem is withdrawn
+            log.info("stopped %s", plugin.spec)

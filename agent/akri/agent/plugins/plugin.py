@@ -26,6 +26,7 @@ from akri.agent.plugins.server import PluginServer, generic_handlers
 from akri.agent.plugins.servicer import PluginServicer
 from akri.backoff import Backoff
 from akri.logs import OnceLog
+from akri.tasks import finish
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +137,7 @@ class Plugin:
             self._epoch += 1
             if self.server is not None:
                 self._retire(self.server)
-            await asyncio.gather(*self._retiring)
+            await finish(*self._retiring)
 
     async def _attempt(self) -> Outcome:
         """Serve a fresh incarnation when needed and register it."""
