@@ -405,6 +405,27 @@ def _device_order(device: str) -> tuple[int, str]:
     return (len(device), device)
 
 
+@dataclass(frozen=True)
+class ClShare:
+    """What one Instance adds to the configuration-level list of a node (`cl_devices`)."""
+
+    bound: frozenset[str]
+    """The virtual devices the node holds in it."""
+    offered: bool
+    """Whether those are listed (the Instance is `reusable`)."""
+    fresh: int
+    """How many new ids it adds: its grantable slots, one at most when `unique`, none unless
+    the node sees it."""
+
+
+def cl_share(instance: Instance, node: str, *, unique: bool) -> ClShare:
+    """All that `cl_devices` reads of `instance` besides its name and Configuration: a change
+    that keeps this equal (a slot taken elsewhere while others stay free) keeps the list."""
+    bound = frozenset(_bindings([instance], node))
+    grantable = len(instance.grantable) if node in instance.nodes else 0
+    return ClShare(bound, instance.reusable, min(grantable, 1) if unique else grantable)
+
+
 def cl_devices(
     configuration: str, instances: Iterable[Instance], node: str, *, unique: bool
 ) -> list[str]:
@@ -416,11 +437,10 @@ def cl_devices(
     container) and no new id takes their name: Allocate would take it for a re-offer.
     Any set of the new ids fits one container, so a request that cannot fit stays Pending.
     """
-    pool = _pool(configuration, instances).values()
-    bound = _bindings(pool, node).keys()
-    held = _bindings([i for i in pool if i.reusable], node).keys()
-    visible = [i for i in pool if node in i.nodes]
-    fresh = sum(min(len(i.grantable), 1) if unique else len(i.grantable) for i in visible)
+    shares = [cl_share(i, node, unique=unique) for i in _pool(configuration, instances).values()]
+    bound = frozenset().union(*(share.bound for share in shares))
+    held = frozenset().union(*(share.bound for share in shares if share.offered))
+    fresh = sum(share.fresh for share in shares)
     new: list[str] = []
     n = 0
     while len(new) < fresh:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -12,6 +12,7 @@ from akri.agent.instances import (
     configuration_topic,
     instance_topic,
 )
+from akri.api import Instance
 from akri.kube.reflector import Key
 from akri.sim.apiserver import ApiServer
 from tests.agent.conftest import NAMESPACE, Cluster, configuration, shared_instance
@@ -122,3 +123,43 @@ async def test_an_instance_it_created_and_another_writer_deleted_unseen_is_forgo
         assert cache.get(NAMESPACE, name) is None
         assert await changes.next() == {key(name)}
     assert cache.of_configuration(NAMESPACE, "cam") == []
+
+
+async def test_a_follower_of_what_it_reads_hears_only_changes_of_that(
+    cluster: Cluster, cache: InstanceCache
+) -> None:
+    first = await cluster.create_instance(CAM, "foo0", ["node-a"])
+    second = await cluster.create_instance(CAM, "foo1", ["node-a"])
+    await eventually(lambda: len(cache.of_configuration(NAMESPACE, "cam")) == 2, "both cached")
+    nodes = cache.reads_changed(NAMESPACE, "cam", lambda i: tuple(i.spec.nodes))
+
+    def seen(name: str, check: Callable[[Instance], bool]) -> bool:
+        found = cache.get(NAMESPACE, name)
+        return found is not None and check(found)
+
+    with cache.subscribe(configuration_topic(NAMESPACE, "cam"), nodes) as cams:
+        await cluster.change_instance(first, broker_properties={"COLOR": "red"})
+        await cluster.change_instance(second, nodes=["node-a", "node-b"])
+        await eventually(
+            lambda: (
+                seen(first, lambda i: bool(i.spec.broker_properties))
+                and seen(second, lambda i: len(i.spec.nodes) == 2)
+            ),
+            "the cache to see both changes",
+        )
+        assert await cams.next() == {key(second)}, "a change of what it does not read is none"
+
+        third = await cluster.create_instance(CAM, "foo2", ["node-a"])
+        await cluster.change_instance(first, configuration_name="usb")
+        await eventually(
+            lambda: (
+                seen(third, lambda _: True)
+                and seen(first, lambda i: i.spec.configuration_name == "usb")
+            ),
+            "the cache to see the new one and the move",
+        )
+        assert await cams.next() == {key(first), key(third)}, "joining and leaving count"
+
+        await cluster.delete_instance(third)
+        await eventually(lambda: cache.get(NAMESPACE, third) is None, "the deletion seen")
+        assert await cams.next() == {key(third)}

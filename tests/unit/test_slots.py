@@ -20,6 +20,7 @@ from akri.slots import (
     allocate_cl,
     allocate_il,
     cl_devices,
+    cl_share,
     disposable,
     finalizers,
     format_usage,
@@ -321,6 +322,22 @@ def test_worked_example_three_distinct_devices_never_fit() -> None:
         allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1", "cfg-2"]], unique=True)
     three = allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1", "cfg-2"]], unique=False)
     assert [b.instance for b in three.containers[0]] == ["cfg-a", "cfg-b", "cfg-a"]
+
+
+def test_cl_share_changes_exactly_when_the_list_may() -> None:
+    """A slot taken elsewhere while others stay free keeps a unique share (and its list); the
+    last grantable slot, a binding of this node, or leaving `nodes` changes it."""
+    free = inst("cfg-a", 3)
+    taken = inst("cfg-a", 3, "m")
+    last = inst("cfg-a", 3, "m", "m", "m")
+    bound = inst("cfg-a", 3, "m", "C:cfg-4:n")
+    unseen = inst("cfg-a", 3, "m", nodes="m")
+    assert cl_share(taken, "n", unique=True) == cl_share(free, "n", unique=True)
+    assert cl_share(taken, "n", unique=False) != cl_share(free, "n", unique=False)
+    for changed in (last, bound, unseen):
+        assert cl_share(changed, "n", unique=True) != cl_share(taken, "n", unique=True)
+    for instances in ([free, inst("cfg-b", 2)], [taken, inst("cfg-b", 2)]):
+        assert cl_devices(CFG, instances, "n", unique=True) == ["cfg-0", "cfg-1"]
 
 
 def test_cl_devices_new_ids_take_the_lowest_free_numbers() -> None:

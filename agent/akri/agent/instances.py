@@ -138,6 +138,38 @@ class InstanceCache:
             if not subscribers:
                 del self._subscribers[topic]
 
+    def reads_changed(
+        self, namespace: str, configuration: str, read: Callable[[Instance], object]
+    ) -> Callable[[Key], bool]:
+        """A `relevant` for `subscribe(configuration_topic(namespace, configuration))` that
+        rejects a change keeping what `read` takes of the Instance (joining or leaving the
+        Configuration counts as a change). It starts from the cache as it is: make it when
+        subscribing. On a busy cluster most changes are slots taken and released elsewhere,
+        and each woke every follower of the Configuration on every node for nothing."""
+
+        def current(key: Key) -> object:
+            found = self.get(*key)
+            if found is None or found.spec.configuration_name != configuration:
+                return None
+            return read(found)
+
+        known = {
+            (namespace, name): read(instance)
+            for name, instance in self._by_configuration.get((namespace, configuration), {}).items()
+        }
+
+        def changed(key: Key) -> bool:
+            now = current(key)
+            if known.get(key) == now:
+                return False
+            if now is None:
+                del known[key]
+            else:
+                known[key] = now
+            return True
+
+        return changed
+
     async def create(self, instance: Instance) -> Instance:
         """Create `instance`; raises ApiException 409 when it exists (another node was first)."""
         namespace = instance.metadata.namespace or "default"

@@ -35,7 +35,6 @@ from akri.agent.status import StatusReporter
 from akri.api import ConditionType, Configuration, ConfigurationStatus, DiscoveryHandlerInfo
 from akri.backoff import Backoff
 from akri.kube.calls import error_message
-from akri.kube.reflector import Key
 from akri.logs import OnceLog
 from akri.naming import configuration_name_problem
 
@@ -189,22 +188,9 @@ class ConfigurationRunner:
         on a busy cluster most changes are slots taken and released on other nodes, and
         planning again for each of them cost every node's agent CPU for nothing."""
         namespace, name = self.key
-        cache = self._env.cache
-        known: dict[str, tuple[object, ...]] = {}
-
-        def changes_reads(key: Key) -> bool:
-            instance = cache.get(*key)
-            if instance is None or instance.spec.configuration_name != name:
-                return known.pop(key[1], None) is not None
-            now = reads(instance, self._env.node)
-            if known.get(key[1]) == now:
-                return False
-            known[key[1]] = now
-            return True
-
-        with cache.subscribe(configuration_topic(namespace, name), changes_reads) as changes:
-            for instance in cache.of_configuration(namespace, name):
-                known[instance.metadata.name or ""] = reads(instance, self._env.node)
+        node = self._env.node
+        changed = self._env.cache.reads_changed(namespace, name, lambda i: reads(i, node))
+        with self._env.cache.subscribe(configuration_topic(namespace, name), changed) as changes:
             while True:
                 await changes.next()
                 self._wake.set()

@@ -10,7 +10,7 @@ so the rounds converge on one consistent answer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from akri import slots
 from akri.agent.instances import Topic, configuration_topic
@@ -38,6 +38,17 @@ class ConfigurationPlugin(PluginServicer):
         pool = [view(i) for i in self._instances().values()]
         ids = slots.cl_devices(self.spec.name, pool, self.env.node, unique=self.spec.unique)
         return dict.fromkeys(ids, True)
+
+    def wakes(self) -> Callable[[Key], bool]:
+        """Only a change of some Instance's `cl_share`: most are slots taken and released
+        elsewhere, which leave the list as it is, and each one listed the whole
+        Configuration again."""
+        node, unique = self.env.node, self.spec.unique
+        return self.env.cache.reads_changed(
+            self.spec.namespace,
+            self.spec.name,
+            lambda instance: slots.cl_share(view(instance), node, unique=unique),
+        )
 
     async def allocate(self, containers: Sequence[Sequence[str]]) -> AllocateResponse:
         """Bind the requested virtual devices, decided and written with the node's other

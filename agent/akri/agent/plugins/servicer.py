@@ -37,6 +37,7 @@ from akri.agent.plugins.response import DeviceExtras, allocate_response
 from akri.agent.plugins.server import OPTIONS
 from akri.api import Instance
 from akri.kube.guarded import UpdateConflict
+from akri.kube.reflector import Key
 from akri.logs import OnceLog
 from akri.proto.deviceplugin.v1beta1.api_pb2 import (
     AllocateRequest,
@@ -120,6 +121,11 @@ class PluginServicer(DevicePluginServicer, abc.ABC):
     def devices(self) -> dict[str, bool]:
         """The device list now: id -> healthy."""
 
+    def wakes(self) -> Callable[[Key], bool]:
+        """Which changes of `topic` may change `devices` (a `relevant` for the cache's
+        `subscribe`, made as a stream opens): every one unless a plugin knows better."""
+        return lambda _: True
+
     @abc.abstractmethod
     async def allocate(self, containers: Sequence[Sequence[str]]) -> AllocateResponse:
         """Grant each container its device ids; raises AllocationError when that cannot be."""
@@ -135,7 +141,7 @@ class PluginServicer(DevicePluginServicer, abc.ABC):
         sent: dict[str, bool] | None = None
         sent_at = -math.inf
         try:
-            with self.env.cache.subscribe(self.topic()) as changes:
+            with self.env.cache.subscribe(self.topic(), self.wakes()) as changes:
                 devices = self.devices()
                 while True:
                     if devices != sent:
