@@ -131,7 +131,7 @@ async def test_a_follower_of_what_it_reads_hears_only_changes_of_that(
     first = await cluster.create_instance(CAM, "foo0", ["node-a"])
     second = await cluster.create_instance(CAM, "foo1", ["node-a"])
     await eventually(lambda: len(cache.of_configuration(NAMESPACE, "cam")) == 2, "both cached")
-    nodes = cache.reads_changed(NAMESPACE, "cam", lambda i: tuple(i.spec.nodes))
+    nodes = cache.reads_changed(lambda i: tuple(i.spec.nodes), (NAMESPACE, "cam"))
 
     def seen(name: str, check: Callable[[Instance], bool]) -> bool:
         found = cache.get(NAMESPACE, name)

@@ -139,24 +139,32 @@ class InstanceCache:
                 del self._subscribers[topic]
 
     def reads_changed(
-        self, namespace: str, configuration: str, read: Callable[[Instance], object]
+        self, read: Callable[[Instance], object], configuration: Key | None = None
     ) -> Callable[[Key], bool]:
-        """A `relevant` for `subscribe(configuration_topic(namespace, configuration))` that
-        rejects a change keeping what `read` takes of the Instance (joining or leaving the
-        Configuration counts as a change). It starts from the cache as it is: make it when
-        subscribing. On a busy cluster most changes are slots taken and released elsewhere,
-        and each woke every follower of the Configuration on every node for nothing."""
+        """A `relevant` for `subscribe` that rejects a change keeping what `read` takes of the
+        Instance: for every Instance (EVERYTHING), or with `configuration` (namespace, name) for
+        its `configuration_topic`, where joining or leaving it counts as a change. It starts
+        from the cache as it is: make it when subscribing. On a busy cluster most changes are
+        slots taken and released elsewhere, and each woke every follower on every node."""
 
         def current(key: Key) -> object:
             found = self.get(*key)
-            if found is None or found.spec.configuration_name != configuration:
+            if found is None or (
+                configuration is not None
+                and (key[0], found.spec.configuration_name) != configuration
+            ):
                 return None
             return read(found)
 
-        known = {
-            (namespace, name): read(instance)
-            for name, instance in self._by_configuration.get((namespace, configuration), {}).items()
-        }
+        followed = (
+            self._parsed
+            if configuration is None
+            else {
+                (configuration[0], name): instance
+                for name, instance in self._by_configuration.get(configuration, {}).items()
+            }
+        )
+        known = {key: read(instance) for key, instance in followed.items()}
 
         def changed(key: Key) -> bool:
             now = current(key)

@@ -189,7 +189,7 @@ class ConfigurationRunner:
         planning again for each of them cost every node's agent CPU for nothing."""
         namespace, name = self.key
         node = self._env.node
-        changed = self._env.cache.reads_changed(namespace, name, lambda i: reads(i, node))
+        changed = self._env.cache.reads_changed(lambda i: reads(i, node), self.key)
         with self._env.cache.subscribe(configuration_topic(namespace, name), changed) as changes:
             while True:
                 await changes.next()

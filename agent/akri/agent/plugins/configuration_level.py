@@ -45,9 +45,8 @@ class ConfigurationPlugin(PluginServicer):
         Configuration again."""
         node, unique = self.env.node, self.spec.unique
         return self.env.cache.reads_changed(
-            self.spec.namespace,
-            self.spec.name,
             lambda instance: slots.cl_share(view(instance), node, unique=unique),
+            (self.spec.namespace, self.spec.name),
         )
 
     async def allocate(self, containers: Sequence[Sequence[str]]) -> AllocateResponse:

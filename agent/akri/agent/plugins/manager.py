@@ -136,7 +136,11 @@ class PluginManager:
                 tasks.create_task(self._watch.run(self._plugins))
                 if self._problems is not None:
                     tasks.create_task(self._report_problems(self._problems))
-                with self._cache.subscribe() as changes:
+                reads_changed = self._cache.reads_changed(self._reads)
+                # After a failed round (`_everything`), any change tries again.
+                with self._cache.subscribe(
+                    relevant=lambda key: reads_changed(key) or self._everything
+                ) as changes:
                     tasks.create_task(self._follow(changes))
                     await self._cache.synced.wait()
                     while True:
@@ -150,6 +154,15 @@ class PluginManager:
         await self._stop(*self._running)
         await self._registration.close()
         await self._env.commits.close()
+
+    def _reads(self, instance: Instance) -> tuple[object, ...]:
+        """All that a round reads of `instance` besides its name (the Configurations are
+        followed apart): a change that keeps it, such as a slot taken elsewhere, needs none."""
+        node, nodes = self._node, instance.spec.nodes
+        if node not in nodes:
+            return False, instance.spec.configuration_name
+        problems = slots.usage_problems(view(instance))
+        return True, instance.spec.configuration_name, problems, min(nodes) == node
 
     async def _follow(self, changes: Subscription) -> None:
         while True:
