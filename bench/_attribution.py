@@ -4,9 +4,11 @@ Benchmarks that run agents, the API emulator and kubelet emulators on one event 
 all of them at once. This samples the process's CPU (SIGPROF every `interval` of CPU time, all
 threads) and charges each sample to the outermost akri frame on the main thread's stack: code
 under agent/ (and the core code it calls) is the agent's, sim/ the emulators', bench/ the
-benchmark's own client (it plays the kubelet's calls). A coroutine resumed by its task has its
-whole await chain on the stack, so a task is charged to whoever started it. Samples with no akri
-frame (the event loop, aiohttp and grpc parsing and I/O) are shown as unattributed.
+benchmark's own client (it plays the kubelet's calls), except that what an emulator does when
+the benchmark calls it (a kubelet emulator admitting the benchmark's pod) is the emulator's. A
+coroutine resumed by its task has its whole await chain on the stack, so a task is charged to
+whoever started it. Samples with no akri frame (the event loop, aiohttp and grpc parsing and
+I/O) are shown as unattributed.
 
 Not used by the product; a benchmark aid. Overhead: one Python signal handler per sample.
 """
@@ -28,6 +30,7 @@ COMPONENTS = {
     ROOT / "sim": "emulators",
     ROOT / "bench": "benchmark client",
 }
+BENCHMARK = COMPONENTS[ROOT / "bench"]
 CORE = ROOT / "core"
 EVENT_LOOP = "asyncio/events.py"
 """Handle._run: every callback and task step starts there."""
@@ -36,19 +39,21 @@ UNATTRIBUTED = "event loop and libraries (unattributed)"
 
 def _component(frame: FrameType | None) -> str:
     """The component of the outermost frame of ours below the event loop (which runs the
-    callback or task step); core code counts for the caller."""
-    found = UNATTRIBUTED
+    callback or task step), the benchmark's only if no other component's frame is on the
+    stack; core code counts for the caller."""
+    found, by_core = UNATTRIBUTED, False
     while frame is not None:
         path = frame.f_code.co_filename
         if path.endswith(EVENT_LOOP):
             break
         for root, name in COMPONENTS.items():
             if path.startswith(str(root)) and "/_attribution.py" not in path:
-                found = name
+                if name != BENCHMARK or found == UNATTRIBUTED or by_core:
+                    found, by_core = name, False
                 break
         else:
             if found == UNATTRIBUTED and path.startswith(str(CORE)):
-                found = "agent"  # core code reached without an outer frame: the agent's
+                found, by_core = "agent", True  # core code without an outer frame: the agent's
         frame = frame.f_back
     return found
 
