@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import copy
 import datetime
+from typing import Any
 
 import pytest
 
-from akri.sim.apiserver import jsonpath
+from akri.sim.apiserver import ApiServer, jsonpath
 from akri.sim.apiserver.errors import ApiError
 from akri.sim.apiserver.faults import FaultRule, Faults, RequestInfo
+from akri.sim.apiserver.patching import MERGE_PATCH
 from akri.sim.apiserver.resources import version_priority
 from akri.sim.apiserver.tables import human_age, wants_table
 from akri.sim.apiserver.watchcache import ADDED, WatchEvent, WatchHub
+from tests.conformance.support import GROUP, PLURAL, VERSION, WIDGET_CRD, widget
 
 OBJ = {
     "spec": {"nodes": ["a", "b"], "capacity": 2},
@@ -135,3 +139,38 @@ def test_version_priority_orders_like_kubernetes() -> None:
         "v1beta1",
         "v1alpha1",
     ]
+
+
+def test_writes_leave_every_stored_version_as_it_was() -> None:
+    """Updates and patches build the next version beside the stored one (no copy of it), which
+    watch events, lists and earlier answers share: none of them may change afterwards."""
+    ops = ApiServer().operations
+    crds = ops.kind("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    ops.create(crds, None, copy.deepcopy(WIDGET_CRD))
+    widgets = ops.kind(GROUP, VERSION, PLURAL)
+    answers = [ops.create(widgets, "default", widget("w", nodes=["a"]))]
+
+    def changed(**spec: Any) -> dict[str, Any]:
+        body = copy.deepcopy(answers[-1])
+        body["spec"].update(spec)
+        body["status"] = {"ready": True, "count": len(answers)}
+        return body
+
+    answers.append(ops.update(widgets, "default", "w", changed(color="blue")))
+    answers.append(ops.update(widgets, "default", "w", changed(), "status"))
+    answers.append(ops.update(widgets, "default", "w", changed(nodes=["a", "b"]), "status"))
+    patch = {"spec": {"nodes": ["c"]}, "status": {"ready": False}}
+    answers.append(ops.patch(widgets, "default", "w", MERGE_PATCH, patch))
+    answers.append(ops.patch(widgets, "default", "w", MERGE_PATCH, patch, "status"))
+    answers.append(ops.update(widgets, "default", "w", copy.deepcopy(answers[-1])))  # no-op
+    snapshots = copy.deepcopy(answers)
+    latest = ops.patch(widgets, "default", "w", MERGE_PATCH, {"spec": {"nodes": ["d"]}})
+    body = copy.deepcopy(latest)
+    body["status"] = {"ready": True, "count": 99}
+    assert ops.update(widgets, "default", "w", body, "status")["status"]["count"] == 99
+    assert answers == snapshots
+    versions = [int(a["metadata"]["resourceVersion"]) for a in answers]
+    assert versions[:-1] == sorted(set(versions))  # every write but the no-op stored a version
+    assert versions[-1] == versions[-2]
+    nodes = [a["spec"]["nodes"] for a in answers]
+    assert nodes == [["a"], ["a"], ["a"], ["a"], ["c"], ["c"], ["c"]]

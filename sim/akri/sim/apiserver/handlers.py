@@ -270,12 +270,12 @@ class ApiHandlers:
                 raise errors.method_not_allowed(
                     "the server does not allow this method on the requested resource"
                 )
-            return self._log(request, ops.get(resource, namespace, name))
+            return self._log(request, ops.read(resource, namespace, name))
         if target.subresource == "scale":
             return _json(await self._scale(request, target, verb))
         if verb == "get":
             return self._render(
-                request, resource, [ops.get(resource, namespace, name)], single=True
+                request, resource, [ops.read(resource, namespace, name)], single=True
             )
         if verb == "list":
             selection = self._selection(request, target)
@@ -303,7 +303,7 @@ class ApiHandlers:
             return _json(ops.create(resource, target.namespace, body, strict), 201)
         if verb == "update" and name:
             body = await self._body(request)
-            await self._review(target, "UPDATE", body, ops.get(resource, namespace, name), user)
+            await self._review(target, "UPDATE", body, ops.read(resource, namespace, name), user)
             return _json(ops.update(resource, namespace, name, body, target.subresource, strict))
         if verb == "patch" and name:
             content_type = request.content_type
@@ -312,7 +312,7 @@ class ApiHandlers:
             body = await self._body(request, content_type == patching.APPLY_PATCH)
             if content_type == patching.APPLY_PATCH:
                 return await self._apply(request, target, body, strict)
-            old = ops.get(resource, namespace, name)
+            old = ops.read(resource, namespace, name)
             patched = ops.apply_patch(resource, old, content_type, body)
             await self._review(target, "UPDATE", patched, old, user)
             return _json(
@@ -320,7 +320,7 @@ class ApiHandlers:
             )
         if verb == "delete":
             options = DeleteOptions.parse(await self._body(request), query.get("propagationPolicy"))
-            await self._review(target, "DELETE", None, ops.get(resource, namespace, name), user)
+            await self._review(target, "DELETE", None, ops.read(resource, namespace, name), user)
             obj, gone = ops.delete(resource, namespace, name, options)
             if gone and not resource.returns_deleted_object:
                 return _json(_success(resource, obj))
@@ -384,7 +384,7 @@ class ApiHandlers:
         ops, resource = self._operations, target.resource
         namespace, name = target.namespace or "", target.name or ""
         try:
-            ops.get(resource, namespace, name)
+            ops.read(resource, namespace, name)
         except errors.ApiError as error:
             if error.code != 404:
                 raise

@@ -118,7 +118,12 @@ class Operations:
         return {**obj, "apiVersion": resource.api_version, "kind": resource.kind}
 
     def get(self, resource: ResourceType, namespace: str, name: str) -> JSON:
+        """A private copy the caller may change."""
         return self.present(resource, self._current(resource, namespace, name))
+
+    def read(self, resource: ResourceType, namespace: str, name: str) -> JSON:
+        """The stored object itself, to read or send and never to change (no copy)."""
+        return self.present(resource, self._stored(resource, namespace, name))
 
     def list_objects(
         self,
@@ -210,7 +215,7 @@ class Operations:
         strict: bool = False,
     ) -> JSON:
         """PUT: the body replaces the object, guarded by its resourceVersion."""
-        current = self._current(resource, namespace, name)
+        current = self._stored(resource, namespace, name)
         obj = self._checked_body(resource, namespace or None, body, name)
         given = obj["metadata"].get("resourceVersion")
         if not given and not resource.unconditional_update:
@@ -240,7 +245,7 @@ class Operations:
         strict: bool = False,
     ) -> JSON:
         """PATCH: the patched object must still carry the current resourceVersion."""
-        current = self._current(resource, namespace, name)
+        current = self._stored(resource, namespace, name)
         patched = self.apply_patch(resource, current, content_type, body)
         if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
             raise errors.bad_request("the patch must produce an object with metadata")
@@ -354,7 +359,12 @@ class Operations:
     # ---- internals ---------------------------------------------------------------------
 
     def _current(self, resource: ResourceType, namespace: str, name: str) -> JSON:
-        found = self.store.get(resource.key, namespace if resource.namespaced else "", name)
+        """A private copy of the stored object, for verbs that build on it in place."""
+        return copy_json(self._stored(resource, namespace, name))
+
+    def _stored(self, resource: ResourceType, namespace: str, name: str) -> JSON:
+        """The stored object (read-only): `_commit` builds the next state beside it."""
+        found = self.store.peek(resource.key, namespace if resource.namespaced else "", name)
         if found is None:
             raise errors.not_found(resource.group, resource.plural, name)
         return found

@@ -1,8 +1,8 @@
 """Object storage: one global resourceVersion counter, objects per kind, a watch hub per kind.
 
 No semantics beyond versioning live here (see `operations`). Stored objects are never mutated
-after they are written, so watch events and list results share them without copying; `get`
-returns a private copy for callers that build the next version of an object.
+after they are written, so watch events, list results and the verbs that build an object's
+next version beside it share them without copying.
 """
 
 from __future__ import annotations
@@ -60,11 +60,6 @@ class Store:
     def peek(self, key: Key, namespace: str, name: str) -> JSON | None:
         """The stored object itself: read-only."""
         return self._objects[key].get((namespace, name))
-
-    def get(self, key: Key, namespace: str, name: str) -> JSON | None:
-        """A private copy the caller may change."""
-        found = self.peek(key, namespace, name)
-        return copy_json(found) if found is not None else None
 
     def objects(self, key: Key, namespace: str | None = None) -> list[JSON]:
         """Stored objects (read-only) sorted by namespace and name."""
