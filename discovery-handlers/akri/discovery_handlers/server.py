@@ -18,6 +18,7 @@ from typing import Any
 
 import grpc
 
+from akri import grpc_servers
 from akri.agent.discovery.convert import properties_from_proto, response_to_proto
 from akri.agent.discovery.endpoints import NETWORK, UDS
 from akri.agent.discovery.handler import DiscoveryHandler
@@ -68,7 +69,7 @@ async def serve(handler: DiscoveryHandler, address: str) -> tuple[grpc.aio.Serve
     server = grpc.aio.server()
     add_DiscoveryHandlerServicer_to_server(HandlerServicer(handler), server)
     port = add_port(server, address)
-    await server.start()
+    await grpc_servers.start(server)
     return server, port
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import grpc
 
+from akri import grpc_servers
 from akri.agent.discovery.endpoints import UDS, parse_endpoint
 from akri.agent.discovery.external import ExternalHandler
 from akri.agent.discovery.registry import HandlerRegistry
@@ -78,7 +79,7 @@ class RegistrationServer(Service):
         server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES)])
         add_RegistrationServicer_to_server(_Registration(self._registry), server)
         add_port(server, f"unix://{self.socket}")
-        await server.start()
+        await grpc_servers.start(server)
         self._server = server
         log.info("serving discovery handler registration on %s", self.socket)
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import grpc
 
+from akri import grpc_servers
 from akri.agent.dra.plugin import DraPlugin
 from akri.dra.devices import DRIVER
 from akri.proto.dra.v1.api_pb2_grpc import add_DRAPluginServicer_to_server
@@ -106,5 +107,5 @@ async def _serve(socket: Path, add: Callable[[grpc.aio.Server], None]) -> grpc.a
     server = grpc.aio.server()
     add(server)
     add_port(server, f"unix://{socket}")
-    await server.start()
+    await grpc_servers.start(server)
     return server

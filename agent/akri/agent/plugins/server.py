@@ -18,6 +18,7 @@ from typing import Any, cast
 
 import grpc
 
+from akri import grpc_servers
 from akri.agent.plugins.sockets import new_nonce, socket_name
 from akri.proto.deviceplugin.v1beta1.api_pb2 import DevicePluginOptions, RegisterRequest
 from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import (
@@ -81,7 +82,7 @@ class PluginServer:
         server = grpc.aio.server(options=LOCAL_PEER_OPTIONS)
         server.add_generic_rpc_handlers(self._handlers)
         add_port(server, f"unix://{self.socket}")
-        await server.start()
+        await grpc_servers.start(server)
         self._server = server
         log.debug("%s served on %s", self.resource, self.socket)
 

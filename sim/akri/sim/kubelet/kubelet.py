@@ -30,6 +30,7 @@ from typing import Final
 
 import grpc
 
+from akri import grpc_servers
 from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import add_RegistrationServicer_to_server
 from akri.proto.deviceplugin.v1beta1.constants import KUBELET_SOCKET_NAME
 from akri.proto.pluginregistration.v1.constants import DRA_PLUGIN
@@ -225,7 +226,7 @@ async def _serve(socket: Path, add_servicer: Callable[[grpc.aio.Server], None]) 
     server = grpc.aio.server()
     add_servicer(server)
     server.add_insecure_port(f"unix://{socket}")
-    await server.start()
+    await grpc_servers.start(server)
     return server
 
 
