@@ -7,7 +7,8 @@ unix socket (kubelet) and 127.0.0.1 (API). One debugEcho Configuration discovers
 4. Time from spawning the agent until the kubelet emulator has all N instance-level plugins
    and the configuration-level plugin registered and listing their devices; the agent's RSS
    (and what importing the agent alone costs); then its idle CPU, and after the steady state
-   the time until every plugin is registered again after a kubelet restart.
+   the time until every plugin is registered again after a kubelet restart, and the agent's
+   RSS once it settled from that (a thousand servers replaced).
 5. With nothing changing (after a few pods took slots through the kubelet emulator), API
    writes (counted by the emulator) and ListAndWatch sends (the agent's
    akri_list_and_watch_sends) over a window, scaled to per minute. Must be 0.
@@ -235,6 +236,7 @@ class Run:
     startup_emulator_cpu: float
     restart_agent_cpu: float
     restart_emulator_cpu: float
+    restarted_rss_mb: float
     sends: float
     load: tuple[float, float]
     steady: Rows
@@ -301,6 +303,8 @@ async def measure(
     async with profiled(agent.pid, profile):
         restart_s = await kubelet_restart(kubelet, names)
     restart_cpu = (cpu_seconds(agent.pid) - agent_cpu, time.process_time() - here)
+    await asyncio.sleep(2.0)  # the previous incarnations' servers stop in the background
+    restarted = await agent.stats()
     sends_in_window = total_sends(after) - total_sends(settled)
     per_minute = 60.0 / wall
     steady: Rows = [
@@ -325,6 +329,7 @@ async def measure(
         startup_emulator_cpu=startup_cpu[1],
         restart_agent_cpu=restart_cpu[0],
         restart_emulator_cpu=restart_cpu[1],
+        restarted_rss_mb=mb(restarted.rss["VmRSS"]),
         sends=total_sends(startup_stats),
         load=(load_before, os.getloadavg()[0]),
         steady=steady,
@@ -358,6 +363,7 @@ def scale_rows(runs: list[Run], instances: int) -> Rows:
             verdict(median(of("restart")) <= RESTART_TARGET_S),
         ),
         ("  agent CPU / emulators' CPU (this process)", cpu_pair(runs, "restart")),
+        ("  agent RSS after it, kubelet streams open", spread(of("restarted_rss_mb"), "MB", 1)),
     ]
 
 
