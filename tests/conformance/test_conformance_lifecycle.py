@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -268,6 +269,18 @@ async def test_dependent_of_a_missing_owner_is_collected(
         lambda: gone(lambda: core.read_namespaced_config_map("dangling", namespace)),
         "the dependent of a missing owner to be collected",
     )
+
+
+async def test_the_system_namespaces_may_not_be_deleted(core: client.CoreV1Api) -> None:
+    for name in ("default", "kube-system", "kube-public"):
+        with pytest.raises(ApiException) as refused:
+            await core.delete_namespace(name)
+        assert refused.value.status == 403
+        assert (
+            "this namespace may not be deleted" in json.loads(refused.value.body or "{}")["message"]
+        )
+        namespace = await core.read_namespace(name)
+        assert namespace.metadata.deletion_timestamp is None
 
 
 async def test_namespace_deletion_terminates_then_removes(core: client.CoreV1Api) -> None:

@@ -1,20 +1,18 @@
 """The `default/kubernetes` Service, which the API server keeps itself.
 
 As kube-apiserver does: once it serves, it creates the Service at the first address of the
-service range, with one port `https` (443/TCP) leading to its secure port, and checks every 10 s
-that the Service still exists, creating it again if not (here also at once when it is deleted).
-A Service that exists is left as it is: since Kubernetes 1.17 a changed port or type is not
-reset. The Service's Endpoints and EndpointSlice are not emulated (nor are those kinds).
+service range, with one port `https` (443/TCP) leading to its secure port, and creates it again
+when it is deleted (kube-apiserver checks every 10 s; here the deletion itself wakes the check,
+and `default` cannot be deleted, as there). A Service that exists is left as it is: since
+Kubernetes 1.17 a changed port or type is not reset. The Service's Endpoints and EndpointSlice
+are not emulated (nor are those kinds).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
 from typing import Any, Final
 
-from akri.sim.apiserver import errors
 from akri.sim.apiserver.core_kinds import SERVICE_CIDR
 from akri.sim.apiserver.operations import Operations
 from akri.sim.apiserver.store import Key, identity
@@ -25,11 +23,7 @@ NAME: Final = "kubernetes"
 SERVICE_IP: Final = str(next(SERVICE_CIDR.hosts()))
 """Where pods find the API server: the first address of the service range (10.96.0.1)."""
 SERVICE_PORT: Final = 443
-RECHECK_INTERVAL_S: Final = 10.0
-"""kube-apiserver's endpoint reconciler interval, on which it also re-creates the Service."""
 _SERVICES: Final[Key] = ("", "services")
-
-log = logging.getLogger(__name__)
 
 
 def service(target_port: int) -> dict[str, Any]:
@@ -60,8 +54,8 @@ def service(target_port: int) -> dict[str, Any]:
 
 
 class KubernetesService:
-    """Creates the Service when it is missing: on `ensure`, and from `run` every
-    RECHECK_INTERVAL_S and whenever it is deleted."""
+    """Creates the Service when it is missing: on `ensure`, and from `run` whenever it is
+    deleted."""
 
     def __init__(self, operations: Operations) -> None:
         self._operations = operations
@@ -73,20 +67,13 @@ class KubernetesService:
             self._deleted.set()
 
     def ensure(self, target_port: int) -> None:
-        """Create the Service unless it exists; a refusal (its namespace deleted) is logged
-        and retried on the next check, as kube-apiserver retries."""
-        if self._operations.store.peek(_SERVICES, NAMESPACE, NAME) is not None:
-            return
-        services = self._operations.kind("", "v1", "services")
-        try:
+        """Create the Service unless it exists."""
+        if self._operations.store.peek(_SERVICES, NAMESPACE, NAME) is None:
+            services = self._operations.kind("", "v1", "services")
             self._operations.create(services, NAMESPACE, service(target_port))
-        except errors.ApiError as error:
-            log.warning("unable to sync the kubernetes service: %s", error.message)
 
     async def run(self, target_port: int) -> None:
         while True:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(RECHECK_INTERVAL_S):
-                    await self._deleted.wait()
+            await self._deleted.wait()
             self._deleted.clear()
             self.ensure(target_port)

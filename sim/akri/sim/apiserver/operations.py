@@ -33,6 +33,9 @@ FOREGROUND = "Foreground"
 ORPHAN_FINALIZER = "orphan"
 FOREGROUND_FINALIZER = "foregroundDeletion"
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
+"""Refused deletion, as the NamespaceLifecycle admission plugin refuses it (the API server's
+own `kubernetes` Service lives in `default`)."""
 
 
 @dataclass(frozen=True)
@@ -280,6 +283,10 @@ class Operations:
     ) -> tuple[JSON, bool]:
         """The object's last state and whether it is gone (False: finalizers hold it)."""
         current = self._current(resource, namespace, name)
+        if resource.key == ("", "namespaces") and name in IMMORTAL_NAMESPACES:
+            raise errors.forbidden(
+                f'namespaces "{name}" is forbidden: this namespace may not be deleted'
+            )
         meta = current["metadata"]
         if options.uid and options.uid != meta["uid"]:
             raise errors.conflict(
