@@ -48,8 +48,16 @@ def test_names_the_kubelet_refuses(name: str) -> None:
 
 def test_device_table_counts_and_replacement() -> None:
     table = ResourceDevices()
-    assert table.replace({"a": DeviceInfo(True, (0,)), "b": DeviceInfo(False)})
-    assert not table.replace({"a": DeviceInfo(True, (0,)), "b": DeviceInfo(False)})
+    listed = {"a": DeviceInfo(True, (0,)), "b": DeviceInfo(False)}
+    reads: list[int] = []
+
+    def read() -> dict[str, DeviceInfo]:
+        reads.append(1)
+        return dict(listed)
+
+    assert table.receive(("a", "b"), read)
+    assert not table.receive(("a", "b"), read), "the same list again is no change"
+    assert reads == [], "a list is read only when the table is asked for"
     assert table.healthy_ids == {"a"}
     assert table.unhealthy_ids == {"b"}
     assert table.numa_nodes("a") == (0,)
@@ -58,6 +66,9 @@ def test_device_table_counts_and_replacement() -> None:
     assert not table.mark_unhealthy()
     assert table.healthy_ids == set()
     assert table.numa_nodes("a") == (0,), "placement survives the health change"
+    assert reads == [1]
+    assert table.receive(("a", "b"), read), "the same list after the stream's end is a change"
+    assert table.healthy_ids == {"a"}
 
 
 def test_select_takes_reused_ids_first_then_free_sorted_ids() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -20,9 +20,9 @@ from akri.proto.deviceplugin.v1beta1.api_pb2 import (
     ContainerAllocateRequest,
     ContainerAllocateResponse,
     ContainerPreferredAllocationRequest,
-    Device,
     DevicePluginOptions,
     Empty,
+    ListAndWatchResponse,
     PreferredAllocationRequest,
 )
 from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import DevicePluginStub
@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # the async stub type exists only in the generated typing stu
 
 log = logging.getLogger(__name__)
 
-DevicesCallback = Callable[[Iterable[Device]], None]
+DevicesCallback = Callable[[ListAndWatchResponse], None]
 T = TypeVar("T")
 
 
@@ -125,7 +125,7 @@ class PluginEndpoint:
     async def _run_watch(self, on_devices: DevicesCallback, on_end: Callable[[], None]) -> None:
         try:
             async for response in self._stub.ListAndWatch(Empty()):
-                on_devices(response.devices)
+                on_devices(response)
             log.warning("ListAndWatch of %s ended", self.resource)
         except grpc.aio.AioRpcError as error:
             log.warning("ListAndWatch of %s failed: %s", self.resource, error.details())

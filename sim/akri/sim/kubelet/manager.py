@@ -9,13 +9,14 @@ back with no devices and a stopped endpoint, i.e. capacity 0 until its plugin re
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from akri.proto.deviceplugin.v1beta1.api_pb2 import Device
+from akri.proto.deviceplugin.v1beta1.api_pb2 import Device, ListAndWatchResponse
 from akri.proto.deviceplugin.v1beta1.constants import HEALTHY
 from akri.sim.kubelet import admission
 from akri.sim.kubelet.devices import DeviceInfo, ResourceDevices
@@ -132,14 +133,13 @@ class DeviceManager:
         return self._pods.pods
 
     def _on_devices(
-        self, resource: str, endpoint: PluginEndpoint, listed: Iterable[Device]
+        self, resource: str, endpoint: PluginEndpoint, response: ListAndWatchResponse
     ) -> None:
         entry = self._resources.get(resource)
         if entry is None or entry.plugin is not endpoint:
             return  # a replaced endpoint's last words
-        devices = _device_table(listed)
         self._checkpointed.add(resource)  # the kubelet checkpoints on every list it receives
-        if entry.devices.replace(devices):
+        if entry.devices.receive(response, functools.partial(_device_table, response.devices)):
             self._on_change()
 
     def _on_stream_end(self, resource: str, endpoint: PluginEndpoint) -> None:
@@ -190,8 +190,7 @@ _UNPLACED = {healthy: DeviceInfo(healthy) for healthy in (True, False)}
 
 
 def _device_table(listed: Iterable[Device]) -> dict[str, DeviceInfo]:
-    """A ListAndWatch list as the kubelet keeps it; one loop without a call per device, since
-    every list of every resource passes here."""
+    """A ListAndWatch list as the kubelet keeps it."""
     table = {}
     for device in listed:
         healthy = device.health == HEALTHY
