@@ -140,6 +140,8 @@ class Cost:
         self._nodes = nodes
         self.share = CpuShare()
         self.counters = Counters(0.0, 0.0, 0.0)
+        self.cpu = 0.0
+        """CPU seconds of this process (the emulators and the client) in the scenario."""
         self.rows: Rows = []
 
     @contextlib.asynccontextmanager
@@ -149,6 +151,7 @@ class Cost:
         with counting(self._server, ("update",), "instances") as writes, self.share.sampling():
             yield self
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+        self.cpu = cpu
         spent = self.counters = await counters(self._nodes) - before
         own = all(node.process is not None for node in self._nodes)
         agents_cpu = spent.cpu if own else self.share.seconds().get("agent", 0.0)
@@ -351,6 +354,11 @@ async def realistic(
             f"p50 {p50 / floor50:.1f}x, p99 {p99 / floor99:.1f}x",
         ),
         *cost.rows,
+        (
+            "CPU of the agents' processes / of this process, per pod",
+            f"{cost.counters.cpu / len(outcomes) * 1e3:.2f} ms / "
+            f"{cost.cpu / len(outcomes) * 1e3:.2f} ms",
+        ),
         ("invariant violations read back (must be 0)", f"{len(violations)}"),
         ("  invariant holds", verdict(not violations)),
         *((f"  {v}", "") for v in violations[:5]),
