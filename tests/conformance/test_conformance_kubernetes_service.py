@@ -58,3 +58,36 @@ async def test_a_deleted_kubernetes_service_comes_back(core: client.CoreV1Api) -
     assert service.metadata.labels == LABELS
     assert service.spec.cluster_ip == old.spec.cluster_ip
     assert [(p.name, p.port, p.protocol) for p in service.spec.ports] == [("https", 443, "TCP")]
+
+
+async def test_its_endpoints_lead_to_the_api_server(api: client.ApiClient) -> None:
+    core, discovery = client.CoreV1Api(api), client.DiscoveryV1Api(api)
+    endpoints = await core.read_namespaced_endpoints("kubernetes", "default")
+    [subset] = endpoints.subsets
+    assert subset.addresses
+    [port] = subset.ports
+    assert (port.name, port.protocol) == ("https", "TCP")
+    slices = await discovery.list_namespaced_endpoint_slice(
+        "default", label_selector="kubernetes.io/service-name=kubernetes"
+    )
+    [endpoint_slice] = slices.items
+    assert [(p.name, p.port, p.protocol) for p in endpoint_slice.ports] == [
+        ("https", port.port, "TCP")
+    ]
+    assert {a for e in endpoint_slice.endpoints for a in e.addresses} == {
+        a.ip for a in subset.addresses
+    }
+
+
+async def test_changed_endpoints_are_put_back(core: client.CoreV1Api) -> None:
+    before = await core.read_namespaced_endpoints("kubernetes", "default")
+    await core.patch_namespaced_endpoints(
+        "kubernetes", "default", [{"op": "replace", "path": "/subsets/0/ports/0/port", "value": 1}]
+    )
+
+    async def put_back() -> bool:
+        now = await core.read_namespaced_endpoints("kubernetes", "default")
+        return bool(now.subsets[0].ports[0].port == before.subsets[0].ports[0].port)
+
+    # A real API server checks every 10 s; the deadline only catches a server that never does.
+    await eventually(put_back, "the kubernetes Endpoints to be put back", DEADLINE_S)

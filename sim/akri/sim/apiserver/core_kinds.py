@@ -1,7 +1,8 @@
 """The built-in kinds the emulator serves, with their defaults, fields and printer columns.
 
 Only what Akri's agent, controller, kubelet emulator and a user's kubectl touch: Namespace,
-Node, Pod, Service, Event, ConfigMap, Secret, Lease, Job and CustomResourceDefinition.
+Node, Pod, Service, Endpoints and EndpointSlice (the `kubernetes` Service's only), Event,
+ConfigMap, Secret, Lease, Job and CustomResourceDefinition.
 """
 
 from __future__ import annotations
@@ -164,6 +165,36 @@ def _service_ports(service: JSON) -> str:
     return ",".join(cells) or "<none>"
 
 
+def _listed(items: list[str]) -> str:
+    """kubectl's list of endpoints: the first three, then how many more."""
+    if not items:
+        return "<none>"
+    more = f" + {len(items) - 3} more..." if len(items) > 3 else ""
+    return ",".join(items[:3]) + more
+
+
+def _endpoints_addresses(endpoints: JSON) -> str:
+    return _listed(
+        [
+            f"{address.get('ip')}:{port.get('port')}"
+            for subset in endpoints.get("subsets") or []
+            for address in subset.get("addresses") or []
+            for port in subset.get("ports") or [{}]
+        ]
+    )
+
+
+def _slice_ports(endpoint_slice: JSON) -> str:
+    ports = endpoint_slice.get("ports") or []
+    return ",".join(str(p.get("port", "<unset>")) for p in ports) or "<unset>"
+
+
+def _slice_addresses(endpoint_slice: JSON) -> str:
+    return _listed(
+        [a for e in endpoint_slice.get("endpoints") or [] for a in e.get("addresses") or []]
+    )
+
+
 def _service_preparer() -> Callable[[JSON], None]:
     """Defaults for Services; each server allocates cluster IPs from its own range."""
     cluster_ips = (str(ip) for ip in itertools.islice(SERVICE_CIDR.hosts(), 10, None))
@@ -276,6 +307,20 @@ def builtin_kinds() -> list[ResourceType]:
             ),
             prepare_create=_service_preparer(),
             returns_deleted_object=True,
+        ),
+        ResourceType(
+            "", "v1", "Endpoints", "endpoints", "endpoints", True, ("ep",),
+            columns=(NAME, Column("Endpoints", "string", _endpoints_addresses), AGE),
+        ),
+        ResourceType(
+            "discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", "endpointslice", True,
+            columns=(
+                NAME,
+                Column("AddressType", "string", path_cell("addressType")),
+                Column("Ports", "string", _slice_ports),
+                Column("Endpoints", "string", _slice_addresses),
+                AGE,
+            ),
         ),
         ResourceType(
             "", "v1", "Event", "events", "event", True, ("ev",),

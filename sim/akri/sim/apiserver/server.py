@@ -152,12 +152,13 @@ class ApiServer(Service):
             self.secure_port = self._runner.addresses[1][1]
         for listener in self._listeners:
             await web.SockSite(self._runner, listener).start()
-        target_port = self.secure_port or port  # the port pods use: the secure one, if served
-        self._kubernetes_service.ensure(target_port)
+        # Where pods reach the API server: the secure address, if served.
+        advertised = (self._secure_host, self.secure_port) if self.pki else (self._host, port)
+        self._kubernetes_service.ensure(*advertised)
         self._tasks = [
             asyncio.create_task(self._collector.run(), name="apiserver-gc"),
             asyncio.create_task(
-                self._kubernetes_service.run(target_port), name="apiserver-kubernetes-service"
+                self._kubernetes_service.run(*advertised), name="apiserver-kubernetes-service"
             ),
         ]
 
