@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import datetime
 from typing import Any
@@ -11,11 +12,12 @@ import pytest
 from akri.sim.apiserver import ApiServer, jsonpath
 from akri.sim.apiserver.errors import ApiError
 from akri.sim.apiserver.faults import FaultRule, Faults, RequestInfo
+from akri.sim.apiserver.operations import Selection, WatchFeed
 from akri.sim.apiserver.patching import MERGE_PATCH
 from akri.sim.apiserver.resources import version_priority
 from akri.sim.apiserver.tables import human_age, wants_table
 from akri.sim.apiserver.watchcache import ADDED, WatchEvent, WatchHub
-from tests.conformance.support import GROUP, PLURAL, VERSION, WIDGET_CRD, widget
+from tests.conformance.support import DEADLINE_S, GROUP, PLURAL, VERSION, WIDGET_CRD, widget
 
 OBJ = {
     "spec": {"nodes": ["a", "b"], "capacity": 2},
@@ -174,3 +176,35 @@ def test_writes_leave_every_stored_version_as_it_was() -> None:
     assert versions[-1] == versions[-2]
     nodes = [a["spec"]["nodes"] for a in answers]
     assert nodes == [["a"], ["a"], ["a"], ["a"], ["c"], ["c"], ["c"]]
+
+
+async def test_a_watch_gets_the_objects_of_its_namespace_only() -> None:
+    ops = ApiServer().operations
+    ops.create(ops.kind("", "v1", "namespaces"), None, {"metadata": {"name": "other"}})
+    config_maps = ops.kind("", "v1", "configmaps")
+    since = str(ops.store.revision)
+    here = ops.watch(config_maps, Selection(namespace="default"), since)
+    everywhere = ops.watch(config_maps, Selection(), since)
+    for namespace in ("other", "default"):
+        created = ops.create(config_maps, namespace, {"metadata": {"name": "cm"}})
+        changed = copy.deepcopy(created)
+        changed["data"] = {"k": "v"}
+        ops.update(config_maps, namespace, "cm", changed)
+    assert await shown(here, 2) == [("ADDED", "default"), ("MODIFIED", "default")]
+    assert await shown(everywhere, 4) == [
+        ("ADDED", "other"),
+        ("MODIFIED", "other"),
+        ("ADDED", "default"),
+        ("MODIFIED", "default"),
+    ]
+
+
+async def shown(feed: WatchFeed, count: int) -> list[tuple[str, str]]:
+    """The next `count` events of a watch as (type, namespace)."""
+    found = []
+    async with asyncio.timeout(DEADLINE_S):
+        for _ in range(count):
+            event = await feed.next()
+            assert event is not None
+            found.append((event[0], event[1]["metadata"]["namespace"]))
+    return found

@@ -569,12 +569,19 @@ class WatchFeed:
         self._operations = operations
         self.resource = resource
         self._selection = selection
+        self._namespace_only = not selection.labels.requirements and not selection.fields.terms
+        """No label or field terms: an object matches by its namespace, which no change moves."""
         # Filtered up front, so an empty backlog means every initial event was delivered.
         self._backlog = deque(e for e in backlog if self._filtered(e) is not None)
         self._subscription = subscription
         self.dropped = False
 
     def _filtered(self, event: WatchEvent) -> tuple[str, JSON] | None:
+        if self._namespace_only:
+            namespace = self._selection.namespace
+            if namespace is None or event.obj["metadata"].get("namespace", "") == namespace:
+                return event.type, event.obj
+            return None
         matches_now = self._selection.matches(self.resource, event.obj)
         if event.type == MODIFIED and event.previous is not None:
             matched_before = self._selection.matches(self.resource, event.previous)
