@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +200,39 @@ async def test_bookmarks_carry_a_resumable_version(core: client.CoreV1Api, names
         (bookmark,) = await take(events, 1)
     assert bookmark["type"] == "BOOKMARK"
     assert int(bookmark["raw_object"]["metadata"]["resourceVersion"]) >= int(since)
+
+
+@pytest.mark.emulator_only
+async def test_bookmarks_keep_coming_while_the_watch_lasts(
+    core: client.CoreV1Api, namespace: str
+) -> None:
+    """Bookmarks every interval (0.2 s here), before a change and after it, and a watch that
+    asked for them still ends at its timeoutSeconds."""
+    since = (await core.list_namespaced_config_map(namespace)).metadata.resource_version
+
+    async def types(timeout_s: int, stop: Callable[[list[str]], bool]) -> list[str]:
+        """Event types of a watch with bookmarks from `since`, until `stop` or its end."""
+        received: list[str] = []
+        async with watch.Watch() as stream, asyncio.timeout(DEADLINE_S):
+            async for event in stream.stream(
+                core.list_namespaced_config_map,
+                namespace,
+                resource_version=since,
+                allow_watch_bookmarks=True,
+                timeout_seconds=timeout_s,
+            ):
+                received.append(event["type"])
+                if received == ["BOOKMARK", "BOOKMARK"]:
+                    await core.create_namespaced_config_map(namespace, config_map("cm"))
+                if stop(received):
+                    break
+        return received
+
+    received = await types(3600, lambda seen: "ADDED" in seen and seen[-1] == "BOOKMARK")
+    assert received[:2] == ["BOOKMARK", "BOOKMARK"]
+    assert received.count("ADDED") == 1
+    ended = await types(1, lambda seen: False)  # from `since` again: ADDED, then its end
+    assert "ADDED" in ended
 
 
 @pytest.mark.parametrize("flag", ["true", "True", "1"])

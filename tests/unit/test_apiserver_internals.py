@@ -205,6 +205,6 @@ async def shown(feed: WatchFeed, count: int) -> list[tuple[str, str]]:
     async with asyncio.timeout(DEADLINE_S):
         for _ in range(count):
             event = await feed.next()
-            assert event is not None
+            assert isinstance(event, tuple)
             found.append((event[0], event[1]["metadata"]["namespace"]))
     return found

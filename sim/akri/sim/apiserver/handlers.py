@@ -33,7 +33,7 @@ from akri.sim.apiserver.faults import Faults, RequestInfo
 from akri.sim.apiserver.operations import DeleteOptions, Operations, Selection, WatchFeed
 from akri.sim.apiserver.resources import ResourceType
 from akri.sim.apiserver.selectors import FieldSelector, LabelSelector
-from akri.sim.apiserver.watchcache import WatchEvent
+from akri.sim.apiserver.watchcache import Tick, WatchEvent
 
 JSON = dict[str, Any]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 _TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})
 DEFAULT_WATCH_TIMEOUT_S = 1800.0
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+_CLOCK_SLACK_S = 1e-3
+"""A timer may fire this much before its time (the loop's clock resolution): still due."""
 
 
 def _json(body: Any, status: int = 200) -> web.Response:
@@ -527,24 +529,32 @@ class _WatchStream:
         operations: Operations,
         faults: Faults,
     ) -> None:
+        """One timer per stream, not per event: it wakes the feed when a bookmark (every
+        `bookmark_interval_s`, when asked for) or the end of the watch is due."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        while (remaining := deadline - loop.time()) > 0:
-            if self._initial_events_end and self._feed.backlog_empty:
-                self._initial_events_end = False
-                await response.write(self._bookmark(operations, {INITIAL_EVENTS_END: "true"}))
-            wait = min(remaining, bookmark_interval_s) if self._bookmarks else remaining
-            try:
-                async with asyncio.timeout(wait):  # no task per event, unlike wait_for
-                    event = await self._feed.next()
-            except TimeoutError:
-                if self._bookmarks and deadline - loop.time() > 0:
-                    await response.write(self._bookmark(operations))
-                continue
-            if event is None:
-                return
-            await faults.wait_running()
-            await response.write(self._event(*event))
+        interval = bookmark_interval_s if self._bookmarks else timeout_s
+        timer = loop.call_at(min(deadline, loop.time() + interval), self._feed.tick)
+        try:
+            while True:
+                if self._initial_events_end and self._feed.backlog_empty:
+                    self._initial_events_end = False
+                    await response.write(self._bookmark(operations, {INITIAL_EVENTS_END: "true"}))
+                event = await self._feed.next()
+                if event is None:
+                    return
+                if isinstance(event, Tick):
+                    now = loop.time()
+                    if now >= deadline - _CLOCK_SLACK_S:
+                        return
+                    if self._bookmarks:
+                        await response.write(self._bookmark(operations))
+                    timer = loop.call_at(min(deadline, now + interval), self._feed.tick)
+                    continue
+                await faults.wait_running()
+                await response.write(self._event(*event))
+        finally:
+            timer.cancel()
 
     def _event(self, kind: str, obj: JSON, source: WatchEvent) -> bytes:
         if not self._as_table:

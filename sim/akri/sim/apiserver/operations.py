@@ -23,7 +23,15 @@ from akri.sim.apiserver.core_kinds import CRD_GROUP
 from akri.sim.apiserver.resources import Registry, ResourceType
 from akri.sim.apiserver.selectors import FieldSelector, LabelSelector
 from akri.sim.apiserver.store import Store
-from akri.sim.apiserver.watchcache import ADDED, DELETED, MODIFIED, Subscription, WatchEvent
+from akri.sim.apiserver.watchcache import (
+    ADDED,
+    DELETED,
+    MODIFIED,
+    TICK,
+    Subscription,
+    Tick,
+    WatchEvent,
+)
 
 JSON = dict[str, Any]
 
@@ -591,16 +599,16 @@ class WatchFeed:
                 return DELETED, event.obj
         return (event.type, event.obj) if matches_now else None
 
-    async def next(self) -> tuple[str, JSON, WatchEvent] | None:
+    async def next(self) -> tuple[str, JSON, WatchEvent] | Tick | None:
         """The next event for this watcher as (type, object, the stored change it shows);
-        None when the server ends the stream."""
+        TICK when the reader's `tick` is due; None when the server ends the stream."""
         while True:
             if self._backlog:
-                event: WatchEvent | None = self._backlog.popleft()
+                event: WatchEvent | Tick | None = self._backlog.popleft()
             else:
                 event = await self._subscription.queue.get()
-            if event is None:
-                return None
+            if event is None or isinstance(event, Tick):
+                return event
             filtered = self._filtered(event)
             if filtered is not None:
                 return filtered[0], self._operations.present(self.resource, filtered[1]), event
@@ -608,6 +616,10 @@ class WatchFeed:
     @property
     def backlog_empty(self) -> bool:
         return not self._backlog
+
+    def tick(self) -> None:
+        """Make `next` return TICK once the events queued so far are read (a timer's call)."""
+        self._subscription.queue.put_nowait(TICK)
 
     def drop(self) -> None:
         """Cut the stream as a failing network would."""

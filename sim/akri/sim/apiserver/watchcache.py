@@ -34,11 +34,18 @@ class WatchEvent:
     same line gets the same bytes, encoded once (dropped with the event from the history)."""
 
 
+class Tick:
+    """A wake-up the stream reading a feed asked for (a bookmark or its end is due)."""
+
+
+TICK = Tick()
+
+
 class Subscription:
     """A live feed; `None` in the queue means the server ended the stream."""
 
     def __init__(self, hub: WatchHub) -> None:
-        self.queue: asyncio.Queue[WatchEvent | None] = asyncio.Queue()
+        self.queue: asyncio.Queue[WatchEvent | Tick | None] = asyncio.Queue()
         self._hub = hub
 
     def close(self) -> None:
