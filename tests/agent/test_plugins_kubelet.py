@@ -34,6 +34,10 @@ async def serving(cluster: Cluster, node: AgentNode) -> tuple[str, str]:
     return name, resource
 
 
+def plugin_sockets(node: AgentNode) -> set[str]:
+    return {s.name for s in node.kubelet.device_plugins_dir.glob("*.sock")} - {KUBELET_SOCKET_NAME}
+
+
 def registered_again(node: AgentNode, *resources: str, times: int = 2) -> bool:
     return all(
         node.kubelet.registrations[r] >= times and r in node.kubelet.registered_resources()
@@ -160,6 +164,7 @@ async def test_plugins_without_a_kubelet_wait_for_the_watch_to_see_one(
 
     await eventually(lambda: len(waiting()) == 2, "both plugins to find no kubelet")
     assert taken == []
+    assert plugin_sockets(node) == set(), "served with no kubelet to call them"
     await node.kubelet.start()
 
     await node.until_capacity(resource, 2, 2)
@@ -175,6 +180,8 @@ async def test_plugins_come_back_after_a_kubelet_outage(
 
     await node.kubelet.stop()
     await eventually(lambda: not node.manager.ready, "the manager to notice")
+    # A kubelet that starts deletes them: stopped while none serves, not while many register.
+    await eventually(lambda: plugin_sockets(node) == set(), "the plugins to stop serving")
     await node.kubelet.start()
 
     await node.until(lambda: registered_again(node, resource, CL), "both plugins re-registered")
@@ -222,10 +229,4 @@ async def test_a_kubelet_restart_registers_each_of_many_plugins_exactly_once_mor
     assert {r: node.kubelet.registrations[r] for r in resources} == dict.fromkeys(resources, 2)
     current = {p.server.name for p in node.manager.plugins.values() if p.server is not None}
     assert len(current) == len(resources)
-    await eventually(
-        lambda: (
-            {s.name for s in node.kubelet.device_plugins_dir.glob("*.sock")}
-            == current | {KUBELET_SOCKET_NAME}
-        ),
-        "only the new incarnations' sockets",
-    )
+    await eventually(lambda: plugin_sockets(node) == current, "only the new incarnations' sockets")

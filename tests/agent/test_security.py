@@ -22,6 +22,7 @@ from akri.discovery_handlers.onvif.handler import Onvif
 from akri.discovery_handlers.server import HandlerServer
 from akri.proto.discovery.v0.discovery_pb2 import RegisterDiscoveryHandlerRequest
 from akri.proto.discovery.v0.discovery_pb2_grpc import RegistrationStub
+from akri.sim.kubelet import Kubelet
 from tests.agent.running_agents import NAMESPACE, Api, configuration, running_agent
 from tests.agent.test_agent_process import EXIT_DEADLINE_S, agent_environment, agent_process
 from tests.discovery.conftest import fast_backoff
@@ -45,7 +46,9 @@ async def test_every_socket_the_agent_and_a_handler_serve_is_owner_only(
     api: client.ApiClient, socket_dir: Path
 ) -> None:
     root = socket_dir / "node-s"
+    kubelet = Kubelet("node-s", root / "dp", root / "pr")  # plugins serve while one runs
     async with (
+        kubelet,
         running_agent(api, socket_dir, "node-s"),
         HandlerServer(DebugEcho(availability_file=None), root, backoff=fast_backoff),
     ):
@@ -61,7 +64,11 @@ async def test_every_socket_the_agent_and_a_handler_serve_is_owner_only(
 
         await eventually(served, "the plugin, registration and handler sockets")
     assert registration_socket(root).name in found
-    assert {name: mode for name, mode in found.items() if mode != 0o600} == {}
+    kubelets = {
+        str(path.relative_to(root)) for path in (kubelet.socket, kubelet.pod_resources_socket)
+    }
+    agents = {name: mode for name, mode in found.items() if name not in kubelets}
+    assert {name: mode for name, mode in agents.items() if mode != 0o600} == {}
 
 
 async def test_the_agent_refuses_a_socket_directory_every_user_may_write(

@@ -143,6 +143,8 @@ class Plugin:
         """Serve a fresh incarnation when needed and register it."""
         try:
             async with self._turns:
+                if socket_identity(self._registration.socket) is None:
+                    return self._without_kubelet()
                 if self.server is None or self.server.gone:
                     await self._new_incarnation()
                 return await self._register()
@@ -165,6 +167,19 @@ class Plugin:
         await server.start()
         self.server = server
 
+    def _without_kubelet(self) -> Outcome:
+        """No kubelet serves. One that starts deletes every plugin socket, so the incarnation
+        is stopped now, while nothing calls it, not once the kubelet is back and a thousand
+        plugins register again (stopping them took a tenth of that time), and a fresh one is
+        served when it is."""
+        self._registered_on = None
+        if self.server is not None:
+            self._epoch += 1
+            self._retire(self.server)
+            self.server = None
+        log.debug("%s: waiting for %s", self.spec, self._registration.socket)
+        return Outcome.NO_KUBELET
+
     def _retire(self, server: PluginServer) -> None:
         """Stop a previous incarnation without waiting for it: its socket is gone or about to
         be, and the next one need not wait (a thousand of them after a kubelet restart)."""
@@ -183,8 +198,7 @@ class Plugin:
             return Outcome.FAILED
         kubelet = self._registered_on = socket_identity(self._registration.socket)
         if kubelet is None:
-            log.debug("%s: waiting for %s", self.spec, self._registration.socket)
-            return Outcome.NO_KUBELET
+            return self._without_kubelet()
         self._epoch += 1
         try:
             done = await self._unless_woken(
