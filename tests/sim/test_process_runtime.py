@@ -198,18 +198,14 @@ async def test_a_cluster_stopped_while_a_pod_is_terminating_leaves_no_process_or
     """The bridge is cancelled while it waits out a pod's grace period: the pod's process is
     still stopped (SIGKILL after the grace) and no task waiting on it is left (the autouse
     leak checks fail the test otherwise)."""
-    terminated = cluster.workdir / "terminated"
-    stubborn = pod(
-        "stubborn",
-        {"command": ["sh", "-c", f"trap 'touch {terminated}' TERM; while :; do sleep 0.1; done"]},
-    )
+    trapping, terminated = cluster.workdir / "trapping", cluster.workdir / "terminated"
+    script = f"trap 'touch {terminated}' TERM; touch {trapping}; while :; do sleep 0.1; done"
+    stubborn = pod("stubborn", {"command": ["sh", "-c", script]})
     stubborn["spec"]["terminationGracePeriodSeconds"] = 3
     await apply(kubectl, tmp_path, stubborn)
 
-    async def running() -> bool:
-        return bool((await container_status(kubectl, "stubborn")).get("state", {}).get("running"))
-
-    await eventually(running, "the stubborn pod running", 30)
+    # Running is not enough: a SIGTERM before the shell has set its trap kills it at once.
+    await eventually(trapping.exists, "the stubborn pod to trap SIGTERM", 30)
     await kubectl("delete", "pod", "stubborn", "--wait=false")
     await eventually(terminated.exists, "SIGTERM to the stubborn pod", 30)
     # the cluster stops now, inside the pod's grace period
