@@ -297,6 +297,7 @@ def test_dra_mode_mounts_the_kubelet_plugin_dirs_and_grants_resource_k8s_io(
         ("resourceslices", ("list", "create", "update", "delete")),
         ("deviceclasses", ("get", "list", "create", "update", "delete")),
         ("resourceclaimtemplates", ("list", "watch", "create")),
+        ("resourceclaims", ("list", "watch")),
     }
 
 

@@ -3,6 +3,13 @@ uses it, then back. In DRA the ResourceClaim is the record (docs/design.md §8a)
 leaves the device's node selection, but the claim stays allocated, so a second pod on a
 capacity-1 device is never scheduled while the first one runs, through the Configuration's
 extended resource as through a claim for the one Instance.
+
+A capacity lowered under a claim on a slot past the new capacity, in DRA mode, with
+`uniqueDevices: false` (one slot device per slot). The allocator counts only the devices a
+slice offers, so offering slots 0 and 1 after capacity 3 -> 2 while slot 2 is allocated would
+let two new claims take them: three containers on a capacity-2 device (the soak's
+over-capacity, seed 1312586295). The held slot stays offered and one free slot is withheld
+until releases bring the claims down to the capacity (docs/design.md §5.5).
 """
 
 from __future__ import annotations
@@ -14,10 +21,12 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
+from akri import naming
 from akri.controller.context import Tuning
 from akri.dra.mode import Mode
 from akri.sim.cluster import Cluster
 from akri.sim.manifests import pod
+from akri.sim.soak.user import MERGE_PATCH
 from tests.dra.test_dra_end_to_end import GROUP, VERSION, claim_pod, instance_claim
 from tests.sim.test_lost_slots import CFG, DEVICE, FAST, configuration, nodes_are
 from tests.sim.users import User
@@ -135,3 +144,96 @@ async def test_a_claim_keeps_its_slot_while_no_node_sees_the_device(cluster: Clu
     await eventually(lambda: published_for(cluster, ["node-a"]), f"{DEVICE} offered again")
 
     await refused_until_holder_ends(user, cluster, "configuration", "node-a")
+
+
+SLOTS = [naming.slot_id(DEVICE, i) for i in range(3)]
+
+
+def slot_configuration() -> dict[str, Any]:
+    base = configuration(3)
+    return {**base, "spec": {**base["spec"], "uniqueDevices": False}}
+
+
+async def offered(cluster: Cluster) -> list[str]:
+    """The slot devices of DEVICE the shared pool offers."""
+    api = client.CustomObjectsApi(cluster.api_client())
+    slices = (await api.list_cluster_custom_object(GROUP, VERSION, "resourceslices"))["items"]
+    return sorted(
+        device["name"]
+        for item in slices
+        for device in item["spec"]["devices"]
+        if device["name"].startswith(f"{DEVICE}-")
+    )
+
+
+async def holder_of(cluster: Cluster, slot: str) -> str:
+    """The pod whose claim is allocated `slot`."""
+    api = client.CustomObjectsApi(cluster.api_client())
+    claims = await api.list_namespaced_custom_object(GROUP, VERSION, "default", "resourceclaims")
+    for claim in claims["items"]:
+        status = claim.get("status") or {}
+        results = ((status.get("allocation") or {}).get("devices") or {}).get("results", [])
+        if any(result["device"] == slot for result in results):
+            return str(status["reservedFor"][0]["name"])
+    raise AssertionError(f"no claim holds {slot}")
+
+
+async def test_no_claim_is_allocated_past_a_lowered_capacity(cluster: Cluster) -> None:
+    user = User(cluster)
+    await user.apply(slot_configuration())
+
+    async def all_offered() -> bool:
+        return await offered(cluster) == SLOTS
+
+    await eventually(all_offered, "three slots offered")
+    for k in range(3):
+        await user.run(pod(f"p{k}", "node-a", CFG, 1))
+    for k in range(3):
+        await user.wait_running(f"p{k}")
+    assert await allocated(cluster) == SLOTS
+
+    # Only the claim on slot 2 is left; then the capacity goes to 2 under it.
+    last = await holder_of(cluster, SLOTS[2])
+    for k in range(3):
+        if f"p{k}" != last:
+            await user.core.delete_namespaced_pod(f"p{k}", "default")
+
+    async def only_the_last() -> bool:
+        return await allocated(cluster) == [SLOTS[2]]
+
+    await eventually(only_the_last, "slots 0 and 1 freed")
+    await client.CustomObjectsApi(cluster.api_client()).patch_namespaced_custom_object(
+        naming.GROUP,
+        naming.VERSION,
+        "default",
+        "configurations",
+        CFG,
+        {"spec": {"capacity": 2}},
+        **MERGE_PATCH,
+    )
+
+    async def lowered() -> bool:
+        found = await user.instance(DEVICE)
+        return found is not None and found["spec"]["capacity"] == 2
+
+    await eventually(lowered, "capacity 2 on the Instance")
+
+    async def held_and_one_free() -> bool:
+        return await offered(cluster) == [SLOTS[0], SLOTS[2]]
+
+    await eventually(held_and_one_free, "the held slot 2 and one free slot offered")
+
+    # Two new pods on a device with one slot of room: one runs, the other waits.
+    await user.run(pod("q0", "node-b", CFG, 1))
+    await user.wait_running("q0")
+    await user.run(pod("q1", "node-b", CFG, 1))
+    await user.wait_refused("q1")
+    assert await allocated(cluster) == [SLOTS[0], SLOTS[2]]
+
+    # The last old pod ends: the device is within its capacity, the waiting pod runs. Its
+    # claim may get slot 2 (offered until the controller sees it free) or slot 1: two slots.
+    await user.core.delete_namespaced_pod(last, "default")
+    await user.wait_running("q1")
+    held = await allocated(cluster)
+    assert len(held) == 2
+    assert SLOTS[0] in held

@@ -15,6 +15,7 @@ from akri.dra.devices import (
     device_class_name,
     instance_devices,
     instance_selector,
+    offered_slots,
     property_attribute_problem,
     published_devices,
 )
@@ -222,3 +223,23 @@ def test_device_class_selects_the_configuration_and_backs_its_extended_resource(
     assert (
         instance_selector("cam-8120fe") == 'device.attributes["akri.sh"].instance == "cam-8120fe"'
     )
+
+
+@pytest.mark.parametrize(
+    ("capacity", "allocated", "offered"),
+    [
+        (3, [], [0, 1, 2]),
+        (3, ["i-1"], [0, 1, 2]),
+        # capacity 3 -> 2 under slot 2: it stays, one free slot has room
+        (2, ["i-2"], [0, 2]),
+        (2, ["i-0", "i-2"], [0, 2]),
+        (2, ["i-1", "i-2", "i-3"], [1, 2, 3]),
+        (1, ["i-2", "i-3"], [2, 3]),
+        # other Instances' devices and names that are no slot id count for nothing
+        (2, ["j-2", "i-x", "i-02"], [0, 1]),
+    ],
+)
+def test_offered_slots_never_leave_room_past_the_capacity(
+    capacity: int, allocated: list[str], offered: list[int]
+) -> None:
+    assert offered_slots("i", capacity, allocated) == offered

@@ -17,6 +17,7 @@ from akri.controller.conditions import BrokerOutcome
 from akri.controller.nodes import NodeWatch
 from akri.controller.retries import Retries
 from akri.controller.workqueue import WorkQueue
+from akri.dra.devices import allocation_results
 from akri.dra.mode import Mode
 from akri.kube.reflector import ListFunction, Object
 from akri.slots import ConfigurationHolder, NodeHolder, parse_usage
@@ -24,6 +25,7 @@ from akri.slots import ConfigurationHolder, NodeHolder, parse_usage
 CONFIGURATION = "configuration"
 INSTANCE = "instance"
 NODE = "node"
+POOL = "pool"
 WorkKey = tuple[str, str, str]
 """(kind, namespace, name): which object to reconcile; nodes have no namespace."""
 
@@ -61,6 +63,11 @@ def _label_key(label: str, obj: Object) -> Iterable[Hashable]:
 
 def _instance_configuration(obj: Object) -> Iterable[Hashable]:
     return [(obj["metadata"].get("namespace", ""), obj["spec"].get("configurationName"))]
+
+
+def claim_pools(obj: Object) -> set[str]:
+    """The akri.sh pools a ResourceClaim is allocated devices of."""
+    return {str(result["pool"]) for result in allocation_results(obj)}
 
 
 def instance_nodes(obj: Object) -> set[str]:
@@ -128,22 +135,31 @@ class Caches:
         self.nodes = Cache(core.list_node, on.node)
         self.claim_templates: Cache | None = None
         """The Instances' ResourceClaimTemplates, followed in DRA mode only."""
+        self.claims: Cache | None = None
+        """ResourceClaims, followed in DRA mode only."""
         self._custom = custom
         self._namespace = namespace
 
+    def _resource_list(self, plural: str) -> ListFunction:
+        custom, group, version = self._custom, "resource.k8s.io", "v1"
+        if self._namespace is None:
+            return functools.partial(custom.list_cluster_custom_object, group, version, plural)
+        return functools.partial(
+            custom.list_namespaced_custom_object, group, version, self._namespace, plural
+        )
+
     def follow_claim_templates(self, on_change: OnChange) -> Cache:
         """DRA mode: a cache of the ResourceClaimTemplates this controller makes."""
-        group, version, plural = "resource.k8s.io", "v1", "resourceclaimtemplates"
-        lister: ListFunction = (
-            functools.partial(self._custom.list_cluster_custom_object, group, version, plural)
-            if self._namespace is None
-            else functools.partial(
-                self._custom.list_namespaced_custom_object, group, version, self._namespace, plural
-            )
-        )
         selector = f"{naming.LABEL_CONTROLLER}={naming.CONTROLLER_LABEL_VALUE}"
+        lister = self._resource_list("resourceclaimtemplates")
         self.claim_templates = Cache(lister, on_change, label_selector=selector)
         return self.claim_templates
+
+    def follow_claims(self, on_change: OnChange) -> Cache:
+        """DRA mode: a cache of every ResourceClaim, indexed by the akri.sh pools it holds
+        devices of (what a shared pool may offer depends on them, `akri.dra.devices`)."""
+        self.claims = Cache(self._resource_list("resourceclaims"), on_change, {POOL: claim_pools})
+        return self.claims
 
     def all(self) -> list[Cache]:
         return [

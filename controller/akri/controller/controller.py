@@ -29,6 +29,7 @@ from akri.controller.context import (
     OnChanges,
     Tuning,
     WorkKey,
+    claim_pools,
     instance_nodes,
 )
 from akri.controller.dra import DraPublisher
@@ -37,7 +38,8 @@ from akri.controller.nodes import NodeWatch, is_ready
 from akri.controller.retries import Retries
 from akri.controller.workqueue import WorkQueue
 from akri.dra.mode import Mode, resolve
-from akri.kube.reflector import EventType, Object, object_key
+from akri.dra.slices import shared_pool_configuration
+from akri.kube.reflector import EventType, Key, Object, object_key
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +77,8 @@ class Controller:
         self._pod_count = metrics.BrokerPodCount()
         self._api_client = api_client
         self.dra: DraPublisher | None = None
+        self._claim_pools: dict[Key, set[str]] = {}
+        """The akri.sh pools each ResourceClaim was last seen holding devices of."""
         """Set in DRA mode once the mode is resolved."""
         self.ready = False
 
@@ -87,8 +91,11 @@ class Controller:
                     await cache.wait_synced()
                 if await resolve(self.tuning.mode, self._api_client) is Mode.DRA:
                     templates = self.caches.follow_claim_templates(self._on_claim_template)
-                    tasks.create_task(templates.run(), name="controller-watch")
-                    await templates.wait_synced()
+                    claims = self.caches.follow_claims(self._on_claim)
+                    for cache in (templates, claims):
+                        tasks.create_task(cache.run(), name="controller-watch")
+                    for cache in (templates, claims):
+                        await cache.wait_synced()
                     self.context.dra = True
                     self.dra = DraPublisher(self._api_client, self.caches)
                     await self.dra.sweep()
@@ -144,6 +151,19 @@ class Controller:
     async def _on_claim_template(self, _kind: EventType, obj: Object) -> None:
         """A template is named as its Instance: one deleted by hand is made again."""
         self.queue.add((INSTANCE, *object_key(obj)))
+
+    async def _on_claim(self, kind: EventType, obj: Object) -> None:
+        """A claim allocated or freed a shared device: its Configurations' pools may offer
+        other slots now (`akri.dra.devices.offered_slots`)."""
+        key = object_key(obj)
+        pools = self._claim_pools.pop(key, set()) | claim_pools(obj)
+        if kind != "DELETED" and (held := claim_pools(obj)):
+            self._claim_pools[key] = held
+        for pool in pools:
+            configuration = shared_pool_configuration(pool)
+            for namespace, name in list(self.caches.configurations.reflector.objects):
+                if configuration is not None and name == configuration:
+                    self.queue.add((CONFIGURATION, namespace, name))
 
     async def _on_node(self, _kind: EventType, obj: Object) -> None:
         self.queue.add((NODE, "", obj["metadata"]["name"]))

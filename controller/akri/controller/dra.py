@@ -19,8 +19,13 @@ from kubernetes_asyncio import client
 
 from akri import naming
 from akri.api import Configuration, Instance
-from akri.controller.context import CONFIGURATION, Caches
-from akri.dra.devices import device_class, device_class_name, published_devices
+from akri.controller.context import CONFIGURATION, POOL, Caches
+from akri.dra.devices import (
+    allocated_devices,
+    device_class,
+    device_class_name,
+    published_devices,
+)
 from akri.dra.slices import Pool, shared_pool_name
 from akri.dra.writer import SliceWriter, apply_device_class, delete_device_classes
 
@@ -46,16 +51,21 @@ class DraPublisher:
         self._warned: set[str] = set()
 
     def _pool(self, namespace: str, name: str, configuration: Configuration) -> Pool:
+        pool = shared_pool_name(name)
+        claims = self._caches.claims.by(POOL, pool) if self._caches.claims is not None else []
+        allocated = allocated_devices(claims, pool)
         devices = []
         for obj in self._caches.instances.by(CONFIGURATION, (namespace, name)):
             instance = Instance.from_wire(obj)
             if not instance.spec.shared:
                 continue
-            mapped = published_devices(instance, configuration, per_device_nodes=True)
+            mapped = published_devices(
+                instance, configuration, per_device_nodes=True, allocated=allocated
+            )
             for problem in mapped.skipped:
                 self._warn(f"Instance {namespace}/{instance.metadata.name}: attribute {problem}")
             devices.extend(mapped.devices)
-        return Pool(shared_pool_name(name), None, devices, _labels(name))
+        return Pool(pool, None, devices, _labels(name))
 
     async def reconcile(self, namespace: str, name: str) -> None:
         obj = self._caches.configurations.get(namespace, name)

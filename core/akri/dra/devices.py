@@ -14,11 +14,12 @@ at most 64 characters, at most 32 attributes and capacities per device.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from akri.api import Configuration, Instance, InstanceConditionType
-from akri.naming import GROUP, dns_label, resource_name, slot_ids
+from akri.naming import GROUP, dns_label, resource_name, slot_id, slot_index
 
 JSON = dict[str, Any]
 
@@ -164,6 +165,38 @@ def offline_nodes(instance: Instance) -> set[str]:
     return reported & set(instance.spec.nodes)
 
 
+def allocation_results(claim: JSON) -> list[JSON]:
+    """The allocation results of a ResourceClaim that name akri.sh devices."""
+    devices = ((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}
+    return [r for r in devices.get("results") or [] if r.get("driver") == DRIVER]
+
+
+def allocated_devices(claims: Iterable[JSON], pool: str) -> set[str]:
+    """Names of the akri.sh devices of `pool` that `claims` are allocated."""
+    return {
+        str(result["device"])
+        for claim in claims
+        for result in allocation_results(claim)
+        if result.get("pool") == pool
+    }
+
+
+def offered_slots(instance: str, capacity: int, allocated: Collection[str]) -> list[int]:
+    """Indexes of the slot devices an Instance with `uniqueDevices: false` publishes.
+
+    The allocator counts only the devices a slice offers, so after `capacity` is lowered under
+    the slots claims hold, offering slots `0..capacity-1` would let it grant them on top of a
+    held slot past the new capacity. Every allocated slot stays offered (its claim keeps it,
+    nothing new gets it) and free slots below the capacity are offered only as far as room is
+    left: `max(capacity, allocated)` devices, of which at most `capacity` are ever taken
+    (docs/design.md §5.5). With nothing held past the capacity this is `0..capacity-1`.
+    """
+    held = {i for name in allocated if (i := slot_index(instance, name)) is not None}
+    room = capacity - len(held)
+    free = [i for i in range(capacity) if i not in held][: max(room, 0)]
+    return sorted(held | set(free))
+
+
 def instance_devices(
     instance: Instance,
     *,
@@ -171,6 +204,7 @@ def instance_devices(
     unique: bool,
     per_device_nodes: bool,
     offline: bool = False,
+    allocated: Collection[str] = (),
 ) -> Devices:
     """The DRA devices of `instance`.
 
@@ -178,6 +212,7 @@ def instance_devices(
     node selector (`Instance.spec.nodes`); an Instance that no node sees has no device then.
     `offline`: nothing new may be allocated on the device, but pods using it keep running: it
     is tainted NoSchedule, which the allocator honours and the kubelet does not act on.
+    `allocated`: the device names of the pool that claims hold (`offered_slots`).
     """
     result = Devices()
     nodes = instance.spec.nodes
@@ -206,13 +241,18 @@ def instance_devices(
         )
     else:
         result.devices.extend(
-            {"name": dns_label(slot), **common} for slot in slot_ids(name, capacity)
+            {"name": dns_label(slot_id(name, i)), **common}
+            for i in offered_slots(name, capacity, allocated)
         )
     return result
 
 
 def published_devices(
-    instance: Instance, configuration: Configuration, *, per_device_nodes: bool
+    instance: Instance,
+    configuration: Configuration,
+    *,
+    per_device_nodes: bool,
+    allocated: Collection[str] = (),
 ) -> Devices:
     """The devices of `instance` as its Configuration has them published (docs/design.md
     §8a). Nodes that report the device offline leave its node selection at once while others
@@ -230,4 +270,5 @@ def published_devices(
         unique=configuration.spec.unique_devices,
         per_device_nodes=per_device_nodes,
         offline=instance.metadata.deletion_timestamp is not None or not online,
+        allocated=allocated,
     )

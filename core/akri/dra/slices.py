@@ -33,8 +33,16 @@ def local_pool_name(configuration: str, node: str) -> str:
     return f"{configuration}/node/{node}"
 
 
+_SHARED = "/shared"
+
+
 def shared_pool_name(configuration: str) -> str:
-    return f"{configuration}/shared"
+    return f"{configuration}{_SHARED}"
+
+
+def shared_pool_configuration(pool: str) -> str | None:
+    """The Configuration whose shared pool `pool` is, or None for another pool."""
+    return pool.removesuffix(_SHARED) if pool.endswith(_SHARED) else None
 
 
 def slice_name(pool: str, index: int) -> str:

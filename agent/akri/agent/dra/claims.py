@@ -9,7 +9,7 @@ driver akri.sh are mapped back to Instances through the devices this node publis
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,9 +35,14 @@ class KnownDevice:
 
 
 def device_index(
-    instances: Iterable[Instance], configurations: ConfigurationLookup, node: str
+    instances: Iterable[Instance],
+    configurations: ConfigurationLookup,
+    node: str,
+    allocated: Collection[str] = (),
 ) -> dict[DeviceKey, KnownDevice]:
-    """Every DRA device of an Instance this node sees, by (pool, device name)."""
+    """Every DRA device of an Instance this node sees, by (pool, device name); with the slot
+    devices named in `allocated` that a lowered capacity keeps offered only while a claim
+    holds them (`akri.dra.devices.offered_slots`)."""
     index: dict[DeviceKey, KnownDevice] = {}
     for instance in instances:
         spec = instance.spec
@@ -49,7 +54,9 @@ def device_index(
             continue
         name = spec.configuration_name
         pool = shared_pool_name(name) if spec.shared else local_pool_name(name, node)
-        mapped = published_devices(instance, configuration, per_device_nodes=spec.shared)
+        mapped = published_devices(
+            instance, configuration, per_device_nodes=spec.shared, allocated=allocated
+        )
         for device in mapped.devices:
             index[(pool, str(device["name"]))] = KnownDevice(instance, "taints" not in device)
     return index

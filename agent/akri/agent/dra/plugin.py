@@ -15,7 +15,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from akri.agent.instances import InstanceCache
 from akri.agent.plugins.desired import ConfigurationLookup
 from akri.agent.plugins.response import DeviceExtras, allocate_response
 from akri.api import Instance
+from akri.dra.devices import allocation_results
 from akri.kube.calls import call, error_message
 from akri.logs import OnceLog
 from akri.proto.deviceplugin.v1beta1.api_pb2 import ContainerAllocateResponse
@@ -79,9 +80,9 @@ class DraPlugin(DRAPluginServicer, DRAResourceHealthServicer):
         """Prepared claims by uid, as checkpointed."""
         return self._prepared
 
-    def index(self) -> dict[DeviceKey, KnownDevice]:
+    def index(self, allocated: Collection[str] = ()) -> dict[DeviceKey, KnownDevice]:
         env = self.env
-        return device_index(env.cache.all(), env.configurations, env.node)
+        return device_index(env.cache.all(), env.configurations, env.node, allocated)
 
     async def NodePrepareResources(
         self, request: dra.NodePrepareResourcesRequest, context: Context
@@ -112,7 +113,9 @@ class DraPlugin(DRAPluginServicer, DRAResourceHealthServicer):
                     "resourceclaims",
                     claim.name,
                 )
-                record = self._record(claim, allocated_requests(stored, claim.uid, self.index()))
+                held = {str(result["device"]) for result in allocation_results(stored)}
+                index = self.index(held)
+                record = self._record(claim, allocated_requests(stored, claim.uid, index))
             async with self._lock:
                 record = self._prepared.get(claim.uid, record)
                 await asyncio.to_thread(self._write, claim.uid, record)
