@@ -146,23 +146,20 @@ async def test_a_claim_keeps_its_slot_while_no_node_sees_the_device(cluster: Clu
     await refused_until_holder_ends(user, cluster, "configuration", "node-a")
 
 
-SLOTS = [naming.slot_id(DEVICE, i) for i in range(3)]
-
-
 def slot_configuration() -> dict[str, Any]:
     base = configuration(3)
     return {**base, "spec": {**base["spec"], "uniqueDevices": False}}
 
 
-async def offered(cluster: Cluster) -> list[str]:
-    """The slot devices of DEVICE the shared pool offers."""
+async def offered(cluster: Cluster, device: str) -> list[str]:
+    """The slot devices of `device` the slices offer."""
     api = client.CustomObjectsApi(cluster.api_client())
     slices = (await api.list_cluster_custom_object(GROUP, VERSION, "resourceslices"))["items"]
     return sorted(
-        device["name"]
+        found["name"]
         for item in slices
-        for device in item["spec"]["devices"]
-        if device["name"].startswith(f"{DEVICE}-")
+        for found in item["spec"]["devices"]
+        if found["name"].startswith(f"{device}-")
     )
 
 
@@ -178,28 +175,38 @@ async def holder_of(cluster: Cluster, slot: str) -> str:
     raise AssertionError(f"no claim holds {slot}")
 
 
-async def test_no_claim_is_allocated_past_a_lowered_capacity(cluster: Cluster) -> None:
+@pytest.mark.parametrize("shared", [True, False], ids=["shared", "local"])
+async def test_no_claim_is_allocated_past_a_lowered_capacity(
+    cluster: Cluster, shared: bool
+) -> None:
+    """The controller publishes the shared device from the claims it follows; node-a's agent
+    publishes its local device from the claims prepared on node-a."""
+    for node in cluster.nodes.values():
+        node.debug_echo.shared = shared
+    device = DEVICE if shared else naming.instance_name(CFG, "foo0", "node-a")
+    slots = [naming.slot_id(device, i) for i in range(3)]
+    newcomers = "node-b" if shared else "node-a"
     user = User(cluster)
     await user.apply(slot_configuration())
 
     async def all_offered() -> bool:
-        return await offered(cluster) == SLOTS
+        return await offered(cluster, device) == slots
 
     await eventually(all_offered, "three slots offered")
     for k in range(3):
         await user.run(pod(f"p{k}", "node-a", CFG, 1))
     for k in range(3):
         await user.wait_running(f"p{k}")
-    assert await allocated(cluster) == SLOTS
+    assert await allocated(cluster) == slots
 
     # Only the claim on slot 2 is left; then the capacity goes to 2 under it.
-    last = await holder_of(cluster, SLOTS[2])
+    last = await holder_of(cluster, slots[2])
     for k in range(3):
         if f"p{k}" != last:
             await user.core.delete_namespaced_pod(f"p{k}", "default")
 
     async def only_the_last() -> bool:
-        return await allocated(cluster) == [SLOTS[2]]
+        return await allocated(cluster) == [slots[2]]
 
     await eventually(only_the_last, "slots 0 and 1 freed")
     await client.CustomObjectsApi(cluster.api_client()).patch_namespaced_custom_object(
@@ -213,27 +220,27 @@ async def test_no_claim_is_allocated_past_a_lowered_capacity(cluster: Cluster) -
     )
 
     async def lowered() -> bool:
-        found = await user.instance(DEVICE)
+        found = await user.instance(device)
         return found is not None and found["spec"]["capacity"] == 2
 
     await eventually(lowered, "capacity 2 on the Instance")
 
     async def held_and_one_free() -> bool:
-        return await offered(cluster) == [SLOTS[0], SLOTS[2]]
+        return await offered(cluster, device) == [slots[0], slots[2]]
 
     await eventually(held_and_one_free, "the held slot 2 and one free slot offered")
 
     # Two new pods on a device with one slot of room: one runs, the other waits.
-    await user.run(pod("q0", "node-b", CFG, 1))
+    await user.run(pod("q0", newcomers, CFG, 1))
     await user.wait_running("q0")
-    await user.run(pod("q1", "node-b", CFG, 1))
+    await user.run(pod("q1", newcomers, CFG, 1))
     await user.wait_refused("q1")
-    assert await allocated(cluster) == [SLOTS[0], SLOTS[2]]
+    assert await allocated(cluster) == [slots[0], slots[2]]
 
     # The last old pod ends: the device is within its capacity, the waiting pod runs. Its
-    # claim may get slot 2 (offered until the controller sees it free) or slot 1: two slots.
+    # claim may get slot 2 (offered until the publisher sees it free) or slot 1: two slots.
     await user.core.delete_namespaced_pod(last, "default")
     await user.wait_running("q1")
     held = await allocated(cluster)
     assert len(held) == 2
-    assert SLOTS[0] in held
+    assert slots[0] in held

@@ -177,8 +177,6 @@ class Agent:
     ) -> dict[str, Coroutine[Any, Any, None]]:
         """This node's ResourceSlices and the kubelet DRA plugin (docs/design.md §8a)."""
         settings = self.settings
-        slices = LocalSlices(api_client, cache, configurations.get, settings.agent_node_name)
-        configurations.on_change = slices.configurations_changed
         plugin = DraPlugin(
             PluginEnv(
                 api_client=api_client,
@@ -188,8 +186,13 @@ class Agent:
                 node=settings.agent_node_name,
                 state_dir=settings.kubelet_plugins_dir / DRIVER,
                 cdi_dir=settings.cdi_dir,
+                prepared_changed=lambda: slices.changed(),
             )
         )
+        slices = LocalSlices(
+            api_client, cache, configurations.get, settings.agent_node_name, plugin.allocated
+        )
+        configurations.on_change = slices.changed
         kubelet_plugin = KubeletDraPlugin(plugin, settings.plugins_registry_dir)
         self.slices, self.dra_plugin = slices, kubelet_plugin
         return {"resource slices": slices.run(), "kubelet DRA plugin": kubelet_plugin.run()}

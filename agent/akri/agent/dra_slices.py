@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from kubernetes_asyncio import client
 
@@ -33,7 +33,9 @@ ConfigurationLookup = Callable[[str, str], Configuration | None]
 
 
 class LocalSlices:
-    """Run with `run()`; call `configurations_changed()` when a Configuration changes."""
+    """Run with `run()`; call `changed()` when a Configuration changes or a claim is prepared or
+    unprepared here. `allocated(pool)` names the devices of a pool that this node's claims
+    hold: a lowered capacity keeps those offered (`akri.dra.devices.offered_slots`)."""
 
     def __init__(
         self,
@@ -41,8 +43,10 @@ class LocalSlices:
         cache: InstanceCache,
         configurations: ConfigurationLookup,
         node: str,
+        allocated: Callable[[str], Collection[str]],
     ) -> None:
         self._api_client = api_client
+        self._allocated = allocated
         self._cache = cache
         self._configurations = configurations
         self._node = node
@@ -53,7 +57,7 @@ class LocalSlices:
         self.rounds = 0
         """Rounds completed (tests wait on it)."""
 
-    def configurations_changed(self) -> None:
+    def changed(self) -> None:
         self._wake.set()
 
     async def run(self) -> None:
@@ -108,7 +112,10 @@ class LocalSlices:
             configuration = self._configurations(namespace, spec.configuration_name)
             if configuration is None:
                 continue
-            mapped = published_devices(instance, configuration, per_device_nodes=False)
+            pool = local_pool_name(spec.configuration_name, self._node)
+            mapped = published_devices(
+                instance, configuration, per_device_nodes=False, allocated=self._allocated(pool)
+            )
             for problem in mapped.skipped:
                 self._warn_once(
                     f"Instance {namespace}/{instance.metadata.name}: attribute {problem}: skipped"

@@ -15,7 +15,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Collection, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,9 @@ class PluginEnv:
     state_dir: Path
     """Where the checkpoint lives (`<kubelet plugins dir>/akri.sh`)."""
     cdi_dir: Path
+    prepared_changed: Callable[[], None] = lambda: None
+    """Called when a claim is prepared or unprepared (this node's pools offer according to
+    what its claims hold, `allocated`)."""
 
 
 class DraPlugin(DRAPluginServicer, DRAResourceHealthServicer):
@@ -79,6 +82,16 @@ class DraPlugin(DRAPluginServicer, DRAResourceHealthServicer):
     def prepared(self) -> Mapping[str, JSON]:
         """Prepared claims by uid, as checkpointed."""
         return self._prepared
+
+    def allocated(self, pool: str) -> set[str]:
+        """The devices of `pool` that claims prepared on this node hold: for a pool of this
+        node's local devices, what its claims hold once their pods are admitted."""
+        return {
+            str(device["device_name"])
+            for record in tuple(self._prepared.values())  # a thread may be writing it
+            for device in record["devices"]
+            if device["pool_name"] == pool
+        }
 
     def index(self, allocated: Collection[str] = ()) -> dict[DeviceKey, KnownDevice]:
         env = self.env
@@ -119,6 +132,7 @@ class DraPlugin(DRAPluginServicer, DRAResourceHealthServicer):
             async with self._lock:
                 record = self._prepared.get(claim.uid, record)
                 await asyncio.to_thread(self._write, claim.uid, record)
+            self.env.prepared_changed()
         except ClaimError as error:
             return self._failed(name, str(error))
         except ApiException as error:
@@ -193,6 +207,7 @@ class DraPlugin(DRAPluginServicer, DRAResourceHealthServicer):
         try:
             async with self._lock:
                 await asyncio.to_thread(self._remove, claim.uid)
+            self.env.prepared_changed()
         except OSError as error:
             message = f"removing its CDI spec failed: {error}"
             log.warning(
