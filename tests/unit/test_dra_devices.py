@@ -10,9 +10,11 @@ from akri.api import Configuration, Instance
 from akri.dra.devices import (
     MAX_ATTRIBUTES_AND_CAPACITIES,
     OFFLINE_TAINT,
+    OVER_CAPACITY_TAINT,
     class_selector,
     device_class,
     device_class_name,
+    held_slots,
     instance_devices,
     instance_selector,
     offered_slots,
@@ -242,4 +244,27 @@ def test_device_class_selects_the_configuration_and_backs_its_extended_resource(
 def test_offered_slots_never_leave_room_past_the_capacity(
     capacity: int, allocated: list[str], offered: list[int]
 ) -> None:
-    assert offered_slots("i", capacity, allocated) == offered
+    assert offered_slots(capacity, held_slots("i", allocated)) == offered
+
+
+def test_slots_held_past_the_capacity_are_tainted_until_the_claims_fit() -> None:
+    """A slot freed while more are held than the capacity is not free for the allocator in
+    the slice it has: every slot is tainted until the held ones fit."""
+    found = instance(capacity=2)
+    name = found.metadata.name
+    held = [f"{name}-0", f"{name}-1", f"{name}-2"]
+
+    def devices(allocated: list[str]) -> dict[str, Any]:
+        result = instance_devices(
+            found, handler="h", unique=False, per_device_nodes=False, allocated=allocated
+        )
+        return {str(d["name"]): d for d in result.devices}
+
+    over = devices(held)
+    assert sorted(over) == held
+    assert all(
+        d["taints"] == [{"key": OVER_CAPACITY_TAINT, "effect": "NoSchedule"}] for d in over.values()
+    )
+    fits = devices(held[1:])
+    assert sorted(fits) == held[1:]
+    assert not any("taints" in d for d in fits.values())

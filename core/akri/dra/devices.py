@@ -30,6 +30,8 @@ SLOTS = "slots"
 """The consumable capacity of a shared device, `akri.sh/slots` (the driver's domain)."""
 OFFLINE_TAINT = f"{GROUP}/offline"
 """Device taint of a device its node has lost but whose Instance still exists."""
+OVER_CAPACITY_TAINT = f"{GROUP}/over-capacity"
+"""Device taint of the slots of an Instance whose claims hold more than its capacity."""
 ATTRIBUTE_CONFIGURATION = "configuration"
 ATTRIBUTE_HANDLER = "handler"
 ATTRIBUTE_INSTANCE = "instance"
@@ -181,20 +183,26 @@ def allocated_devices(claims: Iterable[JSON], pool: str) -> set[str]:
     }
 
 
-def offered_slots(instance: str, capacity: int, allocated: Collection[str]) -> list[int]:
+def held_slots(instance: str, allocated: Collection[str]) -> set[int]:
+    """Indexes of the slots of `instance` among the `allocated` device names."""
+    return {i for name in allocated if (i := slot_index(instance, name)) is not None}
+
+
+def offered_slots(capacity: int, held: Collection[int]) -> list[int]:
     """Indexes of the slot devices an Instance with `uniqueDevices: false` publishes.
 
     The allocator counts only the devices a slice offers, so after `capacity` is lowered under
     the slots claims hold, offering slots `0..capacity-1` would let it grant them on top of a
-    held slot past the new capacity. Every allocated slot stays offered (its claim keeps it,
-    nothing new gets it) and free slots below the capacity are offered only as far as room is
-    left: `max(capacity, allocated)` devices, of which at most `capacity` are ever taken
-    (docs/design.md §5.5). With nothing held past the capacity this is `0..capacity-1`.
+    held slot past the new capacity. Every held slot stays offered (its claim keeps it) and
+    free slots below the capacity are offered only as far as room is left:
+    `max(capacity, held)` devices (docs/design.md §5.5). With nothing held past the capacity
+    this is `0..capacity-1`. While more are held than the capacity, the devices are tainted
+    (`OVER_CAPACITY_TAINT`): a slot its claim frees is then not free for the allocator in the
+    slice it already has, before the next publish withdraws it.
     """
-    held = {i for name in allocated if (i := slot_index(instance, name)) is not None}
     room = capacity - len(held)
     free = [i for i in range(capacity) if i not in held][: max(room, 0)]
-    return sorted(held | set(free))
+    return sorted(set(held) | set(free))
 
 
 def instance_devices(
@@ -240,9 +248,12 @@ def instance_devices(
             }
         )
     else:
+        held = held_slots(name, allocated)
+        if len(held) > capacity:
+            taint = {"key": OVER_CAPACITY_TAINT, "effect": "NoSchedule"}
+            common["taints"] = [*common.get("taints", []), taint]
         result.devices.extend(
-            {"name": dns_label(slot_id(name, i)), **common}
-            for i in offered_slots(name, capacity, allocated)
+            {"name": dns_label(slot_id(name, i)), **common} for i in offered_slots(capacity, held)
         )
     return result
 
