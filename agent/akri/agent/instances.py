@@ -50,6 +50,8 @@ def configuration_topic(namespace: str, configuration: str) -> Topic:
 class Subscription:
     """Collects the keys of changed Instances; a burst of changes is one wake-up, none is lost."""
 
+    __slots__ = ("_changed", "_event", "_relevant")
+
     def __init__(self, relevant: Callable[[Key], bool]) -> None:
         self._relevant = relevant
         self._changed: set[Key] = set()

@@ -28,7 +28,7 @@ class Level(StrEnum):
     CONFIGURATION = "configuration"
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class PluginSpec:
     """One plugin to run; a different spec for the same resource means a new plugin."""
 

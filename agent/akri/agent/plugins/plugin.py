@@ -53,6 +53,31 @@ class Outcome(enum.Enum):
 
 
 class Plugin:
+    """One plugin's life across kubelet restarts (the module docstring); a node keeps one per
+    Instance, so without an attribute dictionary."""
+
+    __slots__ = (
+        "_backoff",
+        "_directory",
+        "_epoch",
+        "_handlers",
+        "_problem",
+        "_register_timeout",
+        "_registered_before",
+        "_registered_on",
+        "_registering",
+        "_registration",
+        "_retiring",
+        "_servicer",
+        "_turns",
+        "_wake",
+        "_warn_once",
+        "on_problem",
+        "registered",
+        "server",
+        "spec",
+    )
+
     def __init__(
         self,
         servicer: PluginServicer,
