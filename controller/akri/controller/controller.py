@@ -98,7 +98,7 @@ class Controller:
                         await cache.wait_synced()
                     self.context.dra = True
                     self.dra = DraPublisher(self._api_client, self.caches)
-                    await self.dra.sweep()
+                    await self._sweep(self.dra)
                     for namespace, name in list(self.caches.configurations.reflector.objects):
                         self.queue.add((CONFIGURATION, namespace, name))
                 self.ready = True
@@ -109,6 +109,19 @@ class Controller:
             self.ready = False
             self.queue.close()
             self._pod_count.clear()
+
+    async def _sweep(self, dra: DraPublisher) -> None:
+        """Remove what deleted Configurations left, retrying API errors: the controller
+        starts only once, and must not exit on a transient refusal."""
+        backoff = Backoff(initial=self.tuning.backoff_initial, maximum=self.tuning.backoff_max)
+        while True:
+            try:
+                await dra.sweep()
+                return
+            except (ApiException, OSError, TimeoutError) as error:
+                delay = backoff.next_delay()
+                log.warning("sweeping DRA leftovers failed: %s; retry in %.1fs", error, delay)
+                await asyncio.sleep(delay)
 
     # --- events -> keys -----------------------------------------------------------------
 
