@@ -40,6 +40,7 @@ from akri.agent.plugins.problems import PluginProblems
 from akri.agent.plugins.registration import KubeletRegistration
 from akri.agent.plugins.response import DeviceExtras, no_extras
 from akri.agent.plugins.servicer import PluginEnv, PluginServicer
+from akri.agent.plugins.trim import AfterBurst, malloc_trim
 from akri.api import Instance
 from akri.api.pool import view
 from akri.backoff import Backoff
@@ -102,6 +103,7 @@ class PluginManager:
         self._running: dict[str, tuple[Plugin, asyncio.Task[None]]] = {}
         self._problems = problems
         self._problems_changed = asyncio.Event()
+        self._trim = AfterBurst(malloc_trim())
 
     @property
     def plugins(self) -> dict[str, Plugin]:
@@ -242,6 +244,7 @@ class PluginManager:
             self._registration,
             backoff=self._backoff,
             turns=self._registrations,
+            churned=self._trim.touch,
         )
         plugin.on_problem = self._problems_changed.set
         task = asyncio.create_task(plugin.run(), name=f"plugin {spec.resource}")

@@ -58,6 +58,7 @@ class Plugin:
 
     __slots__ = (
         "_backoff",
+        "_churned",
         "_directory",
         "_epoch",
         "_handlers",
@@ -87,7 +88,9 @@ class Plugin:
         backoff: Callable[[], Backoff] = register_backoff,
         register_timeout: float = REGISTER_TIMEOUT_S,
         turns: asyncio.Semaphore | None = None,
+        churned: Callable[[], None] = lambda: None,
     ) -> None:
+        """`churned` is called after each registration and each stopped incarnation."""
         self.spec: PluginSpec = servicer.spec
         self.registered = False
         """Whether the kubelet accepted the current incarnation and no sign has called for more."""
@@ -103,6 +106,7 @@ class Plugin:
         self._backoff = backoff
         self._register_timeout = register_timeout
         self._turns = turns or asyncio.Semaphore(1)
+        self._churned = churned
         self._wake = asyncio.Event()
         self._epoch = 0  # bumped by every Register and every new or stopped server
         self._registering: asyncio.Future[None] | None = None
@@ -145,6 +149,7 @@ class Plugin:
                 self.registered = False
                 outcome = await self._attempt()
                 if outcome is Outcome.REGISTERED:
+                    self._churned()
                     self.registered = True
                     self._set_problem(None)
                     backoff.reset()
@@ -211,6 +216,7 @@ class Plugin:
         task = asyncio.create_task(server.stop())
         self._retiring.add(task)
         task.add_done_callback(self._retiring.discard)
+        task.add_done_callback(lambda _: self._churned())
 
     async def _register(self) -> Outcome:
         assert self.server is not None
