@@ -23,7 +23,8 @@ async def test_a_burst_runs_the_action_once_after_its_last_step() -> None:
     assert runs == [1]
 
 
-async def test_without_an_action_touching_does_nothing() -> None:
+def test_without_an_action_touching_does_nothing() -> None:
+    """Not even a timer: outside an event loop, scheduling one would raise."""
     AfterBurst(None).touch()
 
 

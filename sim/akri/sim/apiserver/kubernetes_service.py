@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from akri.sim.apiserver.core_kinds import SERVICE_CIDR
 from akri.sim.apiserver.operations import Operations
+from akri.sim.apiserver.resources import ResourceType
 from akri.sim.apiserver.store import Key, identity
 from akri.sim.apiserver.watchcache import DELETED, WatchEvent
 
@@ -95,27 +96,25 @@ class KubernetesService:
         operations.store.listeners.append(self._notice)
 
     def _notice(self, key: Key, event: WatchEvent) -> None:
-        if identity(event.obj) != (NAMESPACE, NAME):
-            return
-        if key in (_ENDPOINTS, _SLICES) or (key == _SERVICES and event.type == DELETED):
+        """Told of every change in the store: the kind is compared first, as it is cheap."""
+        kept = key in (_ENDPOINTS, _SLICES) or (key == _SERVICES and event.type == DELETED)
+        if kept and identity(event.obj) == (NAMESPACE, NAME):
             self._changed.set()
 
     def ensure(self, address: str, port: int) -> None:
         """Create what is missing and put back the Endpoints and slice of `address`:`port`."""
-        store = self._operations.store
+        store, kind = self._operations.store, self._operations.kind
         if store.peek(_SERVICES, NAMESPACE, NAME) is None:
-            self._write(("", "v1", "services"), service(port), None)
-        for kind, desired in (
-            (("", "v1", "endpoints"), endpoints(address, port)),
-            (("discovery.k8s.io", "v1", "endpointslices"), endpoint_slice(address, port)),
+            self._write(kind("", "v1", "services"), service(port), None)
+        for resource, desired in (
+            (kind("", "v1", "endpoints"), endpoints(address, port)),
+            (kind("discovery.k8s.io", "v1", "endpointslices"), endpoint_slice(address, port)),
         ):
-            resource = self._operations.kind(*kind)
             current = store.peek(resource.key, NAMESPACE, NAME)
             if current is None or _content(current) != _content(desired):
-                self._write(kind, desired, current)
+                self._write(resource, desired, current)
 
-    def _write(self, kind: tuple[str, str, str], desired: JSON, current: JSON | None) -> None:
-        resource = self._operations.kind(*kind)
+    def _write(self, resource: ResourceType, desired: JSON, current: JSON | None) -> None:
         if current is None:
             self._operations.create(resource, NAMESPACE, desired)
             return
