@@ -1,0 +1,34 @@
+"""The protocol floor's arithmetic: which messages an admitted pod costs, and on how many nodes."""
+
+from __future__ import annotations
+
+import pytest
+from bench_protocol_floor import MessageCpu, saturation
+
+
+def costs() -> MessageCpu:
+    """Each side a distinct power of two, so any term counted wrongly shows in the sum."""
+    return MessageCpu(
+        allocate_kubelet=1,
+        allocate_plugin=2,
+        put_agent=4,
+        put_server=8,
+        event_server=16,
+        event_watcher=32,
+        list_plugin=64,
+        list_kubelet=128,
+    )
+
+
+def test_a_pod_costs_an_allocate_and_a_write_once_and_an_event_and_a_list_per_node() -> None:
+    cpu = costs()
+    assert cpu.agents(8) == 2 + 4 + 8 * (32 + 64)
+    assert cpu.peers(8) == 1 + 8 + 8 * (16 + 128)
+    assert cpu.per_pod(8) == cpu.agents(8) + cpu.peers(8)
+    assert cpu.per_pod(1) == 255
+
+
+def test_saturated_cores_bound_throughput_and_littles_law_bounds_the_mean_latency() -> None:
+    bound = saturation(cpu_per_pod=0.004, cores=2, in_flight=8)
+    assert bound.throughput == pytest.approx(500)
+    assert bound.mean_latency == pytest.approx(0.016)  # 8 in flight / 500 per second
