@@ -22,8 +22,18 @@ from akri import naming, slots
 from akri.agent.plugins.group_commit import Grant, Request, State, decide_batch
 from akri.api.pool import view
 from akri.kube.reflector import Key
+from akri.sim.apiserver import ApiServer
+from akri.sim.apiserver.faults import FaultRule
 from akri.slots import ConfigurationHolder, Holding, NodeHolder
-from tests.agent.conftest import AgentNode, Cluster, StartNode, allocate, configuration
+from tests.agent.conftest import (
+    DEADLINE_S,
+    NAMESPACE,
+    AgentNode,
+    Cluster,
+    StartNode,
+    allocate,
+    configuration,
+)
 from tests.support import eventually
 
 CONFIG = configuration("cam", capacity=3, unique=False)
@@ -42,8 +52,12 @@ class Ask:
 
 
 async def ask(request: Ask) -> grpc.StatusCode:
+    return await allocate_code(request.node, request.resource, [request.device])
+
+
+async def allocate_code(node: AgentNode, resource: str, ids: list[str]) -> grpc.StatusCode:
     try:
-        await allocate(request.node, request.resource, [request.device])
+        await allocate(node, resource, ids)
     except grpc.aio.AioRpcError as error:
         return error.code()
     return grpc.StatusCode.OK
@@ -167,3 +181,52 @@ def test_a_refused_request_gives_back_what_an_earlier_round_wrote_for_it() -> No
     assert kept.state[KEY].usage == {slot0: "node-0", slot1: "node-1"}  # held before: stays
     shared = decide_batch({KEY: written}, "node-0", [refused, il_request(0)], ())
     assert shared.state[KEY].usage == {slot0: "node-0", slot1: "node-1"}  # granted to another
+
+
+# --- requests queued while a write meets a conflict ------------------------------------------
+
+
+async def test_requests_queued_while_a_write_conflicts_join_its_batch(
+    apiserver: ApiServer, cluster: Cluster, start_node: StartNode
+) -> None:
+    """A burst whose first request started a batch alone: the others, queued while its write
+    was in flight, are decided with it once the write meets a newer state, and the batch keeps
+    what this node held before it on an Instance only they read."""
+    config = configuration("cam", capacity=4, unique=False)
+    cluster.set_configuration(config)
+    node = await start_node("node-0", allocate_timeout=DEADLINE_S)  # holds the API for a while
+    a, b = [await cluster.create_instance(config, d, ["node-0"]) for d in ("a", "b")]
+    il_a, il_b = naming.resource_name(a), naming.resource_name(b)
+    a0, a1, a2, a3 = (naming.slot_id(a, i) for i in range(4))
+    b0, b1 = naming.slot_id(b, 0), naming.slot_id(b, 1)
+    await cluster.change_instance(b, device_usage={b0: "node-0", b1: "node-1"})
+    await node.until_registered(il_a, il_b)
+    await node.until(
+        lambda: (
+            (seen := node.cache.get(NAMESPACE, b)) is not None
+            and seen.spec.device_usage.get(b0) == "node-0"
+        ),
+        "node-0 to see that it holds b-0",
+    )
+    batches = node.manager.commits.batches
+    held = apiserver.faults.add(
+        FaultRule(verb="update", resource="instances", name=a, count=1, hold=True)
+    )
+    first = asyncio.create_task(ask(Ask(node, il_a, a0)))
+    await eventually(lambda: held.hits == 1, "the first write to reach the API")
+    await cluster.change_instance(a, device_usage={a3: "node-1"})  # the held write will meet it
+    rest = [Ask(node, il_a, a1), Ask(node, il_a, a2), Ask(node, il_a, a3)]
+    later = [asyncio.create_task(ask(r)) for r in rest]
+    refused_pair = asyncio.create_task(allocate_code(node, il_b, [b0, b1]))
+    await eventually(lambda: node.manager.commits.queued == 4, "the others to be queued")
+    apiserver.faults.remove(held.id)
+    assert await first == grpc.StatusCode.OK
+    assert [await t for t in later] == [
+        grpc.StatusCode.OK,
+        grpc.StatusCode.OK,
+        grpc.StatusCode.FAILED_PRECONDITION,  # a3 is node-1's
+    ]
+    assert await refused_pair == grpc.StatusCode.FAILED_PRECONDITION  # b1 is node-1's
+    assert node.manager.commits.batches == batches + 1
+    assert await cluster.usage(a) == {a0: "node-0", a1: "node-0", a2: "node-0", a3: "node-1"}
+    assert (await cluster.usage(b))[b0] == "node-0"  # held before: the refusal keeps it

@@ -6,9 +6,10 @@ time per node made a burst of Allocates wait in line, a round trip (and a confli
 Here an Allocate joins a queue; one task takes every request queued by then, decides them in
 arrival order on the current state (`decide_batch`: a request that cannot be met is refused
 alone and keeps nothing), and writes each changed Instance once, guarded and only over the
-state it was decided on. A write that meets a newer state makes the
-whole batch decide again on the fresh state; slots this node already holds pass, so the rounds
-converge. Requests that arrive meanwhile form the next batch.
+state it was decided on. A write that meets a newer state makes the whole batch decide again
+on the fresh state, together with the requests queued by then; slots this node already holds
+pass, so the rounds converge. Requests that arrive during a round whose writes all land form
+the next batch.
 
 Each Allocate keeps its own deadline: one that gives up is left out of decisions not yet made,
 and a grant it no longer waits for is recorded like any other (the reclaimer frees it when no
@@ -136,6 +137,11 @@ class GroupCommit:
         self.batches = 0
         """Batches decided so far (a measure of how much was grouped)."""
 
+    @property
+    def queued(self) -> int:
+        """Requests waiting to be taken into a batch."""
+        return len(self._queue)
+
     async def submit(self, request: Request) -> Grant:
         """Queue `request` and wait for its grant; raises its refusal or the write's error."""
         while True:
@@ -160,12 +166,7 @@ class GroupCommit:
     async def _drain(self) -> None:
         while self._queue:
             async with self._allocations.lock:
-                batch = [w for w in self._queue if not w.answer.done()]
-                self._queue.clear()
-                for waiting in batch:
-                    if self._allocations.fenced(waiting.request.holdings):
-                        waiting.answer.set_exception(_BeingFreed())
-                batch = [w for w in batch if not w.answer.done()]
+                batch = self._take()
                 if not batch:
                     continue
                 self.batches += 1
@@ -182,21 +183,41 @@ class GroupCommit:
                         waiting.answer.cancel()
                     raise
 
+    def _take(self) -> list[_Waiting]:
+        """Empty the queue: the requests still waiting, less those asking for a holding being
+        freed (told to ask again once it is). Under the lock."""
+        taken = [w for w in self._queue if not w.answer.done()]
+        self._queue.clear()
+        for waiting in taken:
+            if self._allocations.fenced(waiting.request.holdings):
+                waiting.answer.set_exception(_BeingFreed())
+        return [w for w in taken if not w.answer.done()]
+
     async def _commit(self, batch: list[_Waiting]) -> None:
-        requests = [w.request for w in batch]
-        held_before: set[slots.Holding] | None = None
+        """Decide `batch` and write it, deciding again until a round's writes all land.
+
+        A round decided again takes in the requests queued meanwhile (`batch` grows): it
+        writes again anyway, and a burst whose first requests started a batch alone would
+        otherwise write every Instance once more in the next batch, each write followed by
+        every node that sees the Instance."""
+        held_before: set[slots.Holding] = set()
+        seen: set[Key] = set()
         while True:
+            requests = [w.request for w in batch]
             keys = {key for request in requests for key in request.reads()}
             base = {
                 key: view(instance)
                 for key in keys
                 if (instance := self._cache.get(*key)) is not None
             }
-            if held_before is None:
-                held_before = slots.holdings(base.values(), self._node)
+            # What this node held before the batch wrote anything: an Instance first read in
+            # a later round was not written by this batch.
+            held_before |= slots.holdings((base[key] for key in base.keys() - seen), self._node)
+            seen |= base.keys()
             decided = decide_batch(base, self._node, requests, held_before)
             if await self._write(base, decided.state):
                 break
+            batch += self._take()
         for waiting, outcome in zip(batch, decided.outcomes, strict=True):
             if isinstance(outcome, Grant):
                 self._allocations.granted(waiting.request.holdings)
