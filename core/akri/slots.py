@@ -125,12 +125,41 @@ class Holding:
 
 @dataclass(frozen=True)
 class _Tally:
+    """Counts over an Instance's slots; a copy with a few slots changed adds up the change."""
+
     held: int
-    in_use: bool
-    corrupt: bool
+    holders: int
+    """Slots held by a node (corrupt ones are held by nobody)."""
+    corrupt: int
     below_capacity: int
     """Slots with an index below capacity (each index once)."""
-    free_past_capacity: bool
+    free_past_capacity: int
+
+    @classmethod
+    def of(cls, capacity: int, slots: Iterable[tuple[int, Holder]]) -> _Tally:
+        held = holders = corrupt = below = free_past = 0
+        for index, holder in slots:
+            if index < capacity:
+                below += 1
+            if isinstance(holder, Free):
+                free_past += index >= capacity
+                continue
+            held += 1
+            if isinstance(holder, Corrupt):
+                corrupt += 1
+            else:
+                holders += 1
+        return cls(held, holders, corrupt, below, free_past)
+
+    def changed(self, before: _Tally, after: _Tally) -> _Tally:
+        """These counts once slots counting `before` are replaced by ones counting `after`."""
+        return _Tally(
+            self.held - before.held + after.held,
+            self.holders - before.holders + after.holders,
+            self.corrupt - before.corrupt + after.corrupt,
+            self.below_capacity - before.below_capacity + after.below_capacity,
+            self.free_past_capacity - before.free_past_capacity + after.free_past_capacity,
+        )
 
 
 @dataclass(frozen=True)
@@ -164,19 +193,7 @@ class Instance:
     @cached_property
     def _tally(self) -> _Tally:
         """One pass over the slots for what every reader asks of each new Instance."""
-        held = holders = corrupt = below = free_past = 0
-        for index, holder in self.slots.items():
-            if index < self.capacity:
-                below += 1
-            if isinstance(holder, Free):
-                free_past += index >= self.capacity
-                continue
-            held += 1
-            if isinstance(holder, Corrupt):
-                corrupt += 1
-            else:
-                holders += 1
-        return _Tally(held, holders > 0, corrupt > 0, below, free_past > 0)
+        return _Tally.of(self.capacity, self.slots.items())
 
     @property
     def held(self) -> int:
@@ -186,7 +203,7 @@ class Instance:
     @property
     def in_use(self) -> bool:
         """Whether some node holds a slot (corrupt values are no holder: nobody releases them)."""
-        return self._tally.in_use
+        return self._tally.holders > 0
 
     @cached_property
     def reusable(self) -> bool:
@@ -251,18 +268,22 @@ class Instance:
     def with_slots(self, holders: Mapping[int, Holder]) -> Instance:
         """A copy with the given slots set; freed slots are written as `""`.
 
-        The copy's `slots` is derived from this one's rather than parsed again: a batch of
-        Allocates decides one request after another on ever newer copies."""
+        The copy's `slots` and counts are derived from this one's rather than worked out
+        again: a batch of Allocates decides one request after another on ever newer copies."""
         written = {i: format_usage(h) for i, h in holders.items()}
         changed = replace(
             self,
             usage={**self.usage, **{slot_id(self.name, i): v for i, v in written.items()}},
         )
         if "slots" in self.__dict__:  # cached_property keeps its value there
-            changed.__dict__["slots"] = {
-                **self.slots,
-                **{i: parse_usage(v) for i, v in written.items()},
-            }
+            before = self.slots
+            after = {i: parse_usage(v) for i, v in written.items()}
+            changed.__dict__["slots"] = {**before, **after}
+            if "_tally" in self.__dict__:
+                replaced = [(i, before[i]) for i in after if i in before]
+                changed.__dict__["_tally"] = self._tally.changed(
+                    _Tally.of(self.capacity, replaced), _Tally.of(self.capacity, after.items())
+                )
         return changed
 
 
@@ -323,7 +344,11 @@ def allocate_il(instance: Instance, node: str, slots: Iterable[str]) -> Instance
         if holder != FREE:
             raise AllocationError(f"slot {slot} is {holder}")
         claims[index] = mine
-    if len(claims) > len(instance.grantable):
+    # Every claim is a distinct free slot below capacity: they all fit in `grantable` when
+    # the capacity has room for them (asked without listing the free slots, in a batch of
+    # Allocates deciding on ever newer copies).
+    room = 0 if instance.terminating else instance.capacity - instance.held
+    if claims and len(claims) > room:
         raise AllocationError(
             f"Instance {instance.name} is at capacity {instance.capacity}: "
             f"{len(claims)} slots requested, {len(instance.grantable)} can be granted"

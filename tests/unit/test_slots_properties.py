@@ -271,11 +271,43 @@ def test_slots_of_a_changed_copy_are_those_of_its_usage(
     usage: dict[str, str], changes: dict[int, Holder]
 ) -> None:
     before = Instance("cfg-a", CFG, 3, NODES, usage)
-    assert before.slots is not None  # parsed, so the copy derives its own from it
+    assert before.held >= 0  # parsed and counted, so the copy derives both from it
 
     after = before.with_slots(changes)
 
-    assert after.slots == Instance("cfg-a", CFG, 3, NODES, dict(after.usage)).slots
+    parsed = Instance("cfg-a", CFG, 3, NODES, dict(after.usage))
+    assert after.slots == parsed.slots
+    assert after.held == parsed.held
+    assert after.in_use == parsed.in_use
+    assert after.keys_follow_capacity == parsed.keys_follow_capacity
+    assert bool(usage_problems(after)) == bool(usage_problems(parsed))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    usage=usages,
+    capacity=st.integers(0, 5),
+    terminating=st.booleans(),
+    node=node_names,
+    wanted=st.lists(st.builds("cfg-a-{}".format, st.integers(0, 6)), max_size=4),
+)
+def test_an_instance_level_allocate_grants_what_is_healthy_all_at_once(
+    usage: dict[str, str], capacity: int, terminating: bool, node: str, wanted: list[str]
+) -> None:
+    """Exactly the slots it holds, and free slots within `grantable`'s count, are granted."""
+    a = Instance("cfg-a", CFG, capacity, NODES, usage, terminating)
+    mine = {f"cfg-a-{i}" for i, h in a.slots.items() if h == NodeHolder(node)}
+    new = {slot for slot in wanted if slot not in mine}
+    free = {f"cfg-a-{i}" for i in range(capacity) if a.slots.get(i, FREE) == FREE}
+    fits = new <= free and len(new) <= len(a.grantable)
+    try:
+        granted = allocate_il(a, node, wanted)
+    except AllocationError:
+        assert not fits
+    else:
+        assert fits
+        assert holdings([granted], node) >= holdings([a], node)
+        assert granted.held == a.held + len(new)
 
 
 @settings(max_examples=300, deadline=None)
