@@ -29,8 +29,14 @@ more per event and list here (each message alone on colder caches), so the defau
 a floor should.
 
 This is a LOWER BOUND on the CPU per pod: a real implementation also decides the Allocate,
-keeps its cache, builds each list, and sends the configuration-level lists (which a taken slot
-changes too), and the kubelet and the scheduler do their own work; none of that is counted.
+keeps its cache, builds each list, retries the writes that meet a 409 (several nodes write one
+Instance at once), and sends the configuration-level lists (which a taken slot changes too),
+and the kubelet and the scheduler do their own work; none of that is counted. One caveat the
+other way: a list per node per pod assumes each change is sent alone. When changes come faster
+than a stream takes them, an implementation may send one list for several (ours sends the
+newest list once the stream is free), which lowers that part under saturation; the table shows
+it apart. Watch events cannot be merged: every write is an event to every watcher.
+
 From it follow the most pods per second the machine's cores can admit and, by Little's law
 with `nodes` pods always in flight (each node admits one at a time), the least MEAN admission
 latency, nodes / throughput. It bounds the mean, not the p99: the p99 lies above the mean
@@ -131,6 +137,14 @@ class MessageCpu:
 
     def per_pod(self, nodes: int) -> float:
         return self.agents(nodes) + self.peers(nodes)
+
+    def lists(self, nodes: int) -> float:
+        """The lists' part of `per_pod`: one sent and received on every node."""
+        return nodes * (self.list_plugin + self.list_kubelet)
+
+    def events(self, nodes: int) -> float:
+        """The watch events' part of `per_pod`: one sent to and read on every node."""
+        return nodes * (self.event_server + self.event_watcher)
 
 
 @dataclass(frozen=True)
@@ -594,6 +608,11 @@ def sections(cpu: MessageCpu, writes: WriteCpu, args: argparse.Namespace) -> lis
         (
             "  agents' share / kubelets' and API server's",
             f"{ms(cpu.agents(nodes), 2)} / {ms(cpu.peers(nodes), 2)} ms",
+        ),
+        (
+            "  lists / watch events / Allocate and write",
+            f"{ms(cpu.lists(nodes), 2)} / {ms(cpu.events(nodes), 2)} / "
+            f"{ms(floor - cpu.lists(nodes) - cpu.events(nodes), 2)} ms",
         ),
         (f"most pods admitted per second on {cores} cores", f"{least.throughput:.0f} /s"),
         (

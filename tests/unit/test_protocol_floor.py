@@ -26,6 +26,8 @@ def test_a_pod_costs_an_allocate_and_a_write_once_and_an_event_and_a_list_per_no
     assert cpu.peers(8) == 1 + 8 + 8 * (16 + 128)
     assert cpu.per_pod(8) == cpu.agents(8) + cpu.peers(8)
     assert cpu.per_pod(1) == 255
+    assert cpu.lists(8) == 8 * (64 + 128)
+    assert cpu.events(8) == 8 * (16 + 32)
 
 
 def test_saturated_cores_bound_throughput_and_littles_law_bounds_the_mean_latency() -> None:
