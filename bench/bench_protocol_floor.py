@@ -5,7 +5,9 @@ time, 4 shared Instances of capacity 50) is CPU-bound on this machine. This asks
 implementation of the protocol docs/design.md mandates could meet its target there, by measuring
 the messages each admitted pod needs, each side in its own process as on a cluster, with the
 smallest honest sides: bare handlers that do nothing but the protocol, with the real payloads
-(the API server is the project's API emulator, which the realistic case runs).
+(the API server is the project's API emulator, which the realistic case runs; its own work on
+each write, such as its watch cache and the keepers it tells of every change, counts as the API
+server's side).
 
 - Allocate: one grpc.aio unary call on a unix socket with the project's stubs (kubelet and
   plugin sides); the answer is the agent's env for the Instance, built once.
