@@ -230,3 +230,43 @@ async def test_requests_queued_while_a_write_conflicts_join_its_batch(
     assert node.manager.commits.batches == batches + 1
     assert await cluster.usage(a) == {a0: "node-0", a1: "node-0", a2: "node-0", a3: "node-1"}
     assert (await cluster.usage(b))[b0] == "node-0"  # held before: the refusal keeps it
+
+
+async def test_a_request_that_joins_a_batch_keeps_its_own_deadline(
+    apiserver: ApiServer, cluster: Cluster, start_node: StartNode
+) -> None:
+    """The batch's write timeout starts again when requests join it: a request that joined
+    late is still written after the first request's deadline, within its own."""
+    timeout = 4.0  # the deadline of each Allocate and of the batch; the test spans ~1.1x it
+    config = configuration("cam", capacity=4, unique=False)
+    cluster.set_configuration(config)
+    node = await start_node("node-0", allocate_timeout=timeout)
+    a = await cluster.create_instance(config, "a", ["node-0"])
+    il_a = naming.resource_name(a)
+    a0, a1, a3 = (naming.slot_id(a, i) for i in (0, 1, 3))
+    await node.until_registered(il_a)
+    loop = asyncio.get_running_loop()
+    first_write = apiserver.faults.add(
+        FaultRule(verb="update", resource="instances", name=a, count=1, hold=True)
+    )
+    started = loop.time()
+    first = asyncio.create_task(ask(Ask(node, il_a, a0)))
+    await eventually(lambda: first_write.hits == 1, "the first write to reach the API")
+    await cluster.change_instance(a, device_usage={a3: "node-1"})  # the held write will meet it
+    second_write = apiserver.faults.add(
+        FaultRule(verb="update", resource="instances", name=a, count=1, hold=True)
+    )
+    # Not a synchronisation: sets the late request's own deadline 0.6 x timeout after the
+    # first's, which leaves it ~2 s to be written once the first deadline has passed.
+    await asyncio.sleep(timeout * 0.6)
+    late = asyncio.create_task(ask(Ask(node, il_a, a1)))
+    await eventually(lambda: node.manager.commits.queued == 1, "the late request to be queued")
+    apiserver.faults.remove(first_write.id)  # meets the change: decided again with `late`
+    await eventually(lambda: second_write.hits == 1, "the batch's next write to reach the API")
+    assert await first == grpc.StatusCode.DEADLINE_EXCEEDED  # its own deadline
+    # Past the batch's first deadline (it started after `first`), before `late`'s own.
+    await eventually(lambda: loop.time() > started + timeout + 0.2, "the first deadline to pass")
+    assert not late.done()
+    apiserver.faults.remove(second_write.id)
+    assert await late == grpc.StatusCode.OK
+    assert await cluster.usage(a) == {a0: "node-0", a1: "node-0", a3: "node-1"}

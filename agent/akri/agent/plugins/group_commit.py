@@ -172,8 +172,8 @@ class GroupCommit:
                 self.batches += 1
                 metrics.ALLOCATE_BATCHES.inc()
                 try:
-                    async with asyncio.timeout(self._write_timeout):
-                        await self._commit(batch)
+                    async with asyncio.timeout(self._write_timeout) as deadline:
+                        await self._commit(batch, deadline)
                 except Exception as error:  # every request of the batch fails with it
                     for waiting in batch:
                         if not waiting.answer.done():
@@ -193,13 +193,15 @@ class GroupCommit:
                 waiting.answer.set_exception(_BeingFreed())
         return [w for w in taken if not w.answer.done()]
 
-    async def _commit(self, batch: list[_Waiting]) -> None:
+    async def _commit(self, batch: list[_Waiting], deadline: asyncio.Timeout) -> None:
         """Decide `batch` and write it, deciding again until a round's writes all land.
 
         A round decided again takes in the requests queued meanwhile (`batch` grows): it
         writes again anyway, and a burst whose first requests started a batch alone would
         otherwise write every Instance once more in the next batch, each write followed by
-        every node that sees the Instance."""
+        every node that sees the Instance. The batch then has the write timeout from the
+        latest join on, so that it does not give up on a request before the request's own
+        deadline."""
         held_before: set[slots.Holding] = set()
         seen: set[Key] = set()
         while True:
@@ -217,7 +219,10 @@ class GroupCommit:
             decided = decide_batch(base, self._node, requests, held_before)
             if await self._write(base, decided.state):
                 break
-            batch += self._take()
+            joined = self._take()
+            if joined:
+                batch += joined
+                deadline.reschedule(asyncio.get_running_loop().time() + self._write_timeout)
         for waiting, outcome in zip(batch, decided.outcomes, strict=True):
             if isinstance(outcome, Grant):
                 self._allocations.granted(waiting.request.holdings)
