@@ -60,7 +60,14 @@ async def test_a_plugin_the_kubelet_cannot_reach_is_reported_until_it_serves(
             return found if both else None
 
         ready = await eventually(both_on_configuration, "both plugins named on the Configuration")
-        events = await eventually(lambda: k.events("PluginUnavailable"), "an Event")
+
+        async def on_both() -> list[Any] | None:
+            found = await k.events("PluginUnavailable")
+            kinds = {e.involved_object.kind for e in found}
+            return found if kinds >= {"Instance", "Configuration"} else None
+
+        # The Events are recorded after the conditions are written, each in its own time.
+        events = await eventually(on_both, "an Event on the Instance and one on the Configuration")
 
         # Fixed: the kubelet's directory gets the plugins' sockets (the next attempt registers).
         plugins = node.agent.plugins
