@@ -47,6 +47,7 @@ from _common import (
     agent_settings,
     api_server,
     bare_round_trips,
+    collect_like_the_agent,
     counting,
     create_configuration,
     finish,
@@ -447,6 +448,7 @@ def main() -> int:
     # Refusals in the scarce scenario are the expected outcome, one warning each.
     logging.getLogger("akri.agent.plugins.servicer").setLevel(logging.ERROR)
     raise_open_files(65536)
+    collect_like_the_agent()
     began, load = time.monotonic(), os.getloadavg()[0]
     real, ample, scarce = asyncio.run(bench(nodes, requests, pods, args.in_process))
     where = "all in one process" if args.in_process else "agents in their own processes"

@@ -32,7 +32,6 @@ import argparse
 import asyncio
 import contextlib
 import cProfile
-import gc
 import itertools
 import os
 import shutil
@@ -52,6 +51,7 @@ from _common import (
     Section,
     Stats,
     api_server,
+    collect_like_the_agent,
     counting,
     cpu_seconds,
     create_configuration,
@@ -71,7 +71,6 @@ from _common import (
 )
 
 from akri import naming
-from akri.agent.main import YOUNG_GC_THRESHOLD
 from akri.sim.apiserver import ApiServer
 from akri.sim.cluster import load_client
 from akri.sim.kubelet import Container, Kubelet
@@ -393,11 +392,7 @@ def main() -> int:
         args.profile.mkdir(parents=True, exist_ok=True)
     quiet_logs()
     raise_open_files(OPEN_FILES)
-    # The emulators collect like the agent does. At Python's default threshold the collector
-    # took 0.2-0.4 s of their 2.3 s of CPU in each kubelet restart (every older-generation
-    # collection walks the API emulator's thousand Instances): a cost a kubelet and an API
-    # server written in Go do not have, taken from the two cores the agent runs on.
-    gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])
+    collect_like_the_agent()
     began, load = time.monotonic(), os.getloadavg()[0]
     runs = [asyncio.run(bench(instances, steady_s, args.profile)) for _ in range(args.runs)]
     scale = scale_rows(runs, instances)

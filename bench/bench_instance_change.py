@@ -2,16 +2,21 @@
 
 On a busy cluster most Instance changes an agent sees are slots taken and released by other
 nodes; each one makes the Instance's instance-level ListAndWatch send a new list to the kubelet
-on every node (docs/design.md §5.2). This measures that cost alone, precisely enough to compare
-two versions of the code: one real `akri-agent` in its own process, its kubelet emulator in
-another, and in this process the API emulator and a writer that takes and releases slots of 4
-shared Instances for another node, one change at a time at a steady pace. Each round ends when
-the kubelet lists what the last change left, and gives the CPU of the agent's process per
-change and of the kubelet's process per ListAndWatch message it received; the agent's sends
-are counted too (one per change: nothing is coalesced).
+on every node (docs/design.md §5.2). This measures that cost alone: one real `akri-agent` in its
+own process, its kubelet emulator in another, and in this process the API emulator and a writer
+that takes and releases slots of 4 shared Instances for another node, one change at a time at a
+steady pace. Each round ends when the kubelet lists what the last change left, and gives the
+CPU of the agent's process per change and of the kubelet's process per ListAndWatch message it
+received (from /proc schedstat, every thread); the agent's sends are counted too (one per
+change: nothing is coalesced).
 
-Run: `python bench/bench_instance_change.py [--rounds N] [--changes N] [--interval S]`.
-Internally `--kubelet ROOT NODE` runs the kubelet emulator process.
+CPU time per unit of work moves by 10-30 % between runs on a shared machine. To compare two
+versions of the code, `--baseline DIR` runs a second agent and kubelet on the code of another
+checkout at the same time, following the same changes, and gives the ratio per round: both
+meet the same load. Two runs of the same code give ratios of 0.95-1.07 (median of 12 rounds).
+
+Run: `python bench/bench_instance_change.py [--rounds N] [--slots N] [--interval S]
+[--baseline DIR]`. Internally `--kubelet ROOT NODE` runs the kubelet emulator process.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +37,7 @@ from _common import (
     AgentProcess,
     Section,
     api_server,
+    collect_like_the_agent,
     create_configuration,
     finish,
     kubelet_for,
@@ -46,6 +53,10 @@ from akri.sim.cluster import load_client
 DEVICES = 4
 CAPACITY = 50
 OTHER_NODE = "node-elsewhere"
+FIRST_NODE = "a-node-without-agent"
+"""Put first in every Instance's nodes: the agent of the first (lowest) node name writes an
+Instance's properties and reports its slot problems, so two agents compared would not do the
+same work for each change."""
 WAIT_S = 180.0
 """Bound for a stuck run (an agent starting on a busy machine is slow), not a verdict."""
 
@@ -90,7 +101,7 @@ class KubeletProcess:
         self.process = process
 
     @classmethod
-    async def spawn(cls, root: Path, node: str) -> KubeletProcess:
+    async def spawn(cls, root: Path, node: str, env: dict[str, str]) -> KubeletProcess:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             __file__,
@@ -99,6 +110,7 @@ class KubeletProcess:
             node,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
+            env={**os.environ, **env},
         )
         started = cls(process)
         await started._line("ready")
@@ -136,9 +148,14 @@ class Writer:
         self._stored: dict[str, dict[str, Any]] = {}
 
     async def load(self) -> None:
+        """Read the Instances, and add `FIRST_NODE` to their nodes."""
         for name in self.instances:
-            self._stored[name] = await self._custom.get_namespaced_custom_object(
+            self._stored[name] = body = await self._custom.get_namespaced_custom_object(
                 naming.GROUP, naming.VERSION, NAMESPACE, "instances", name
+            )
+            body["spec"]["nodes"] = sorted({*body["spec"].get("nodes", []), FIRST_NODE})
+            self._stored[name] = await self._custom.replace_namespaced_custom_object(
+                naming.GROUP, naming.VERSION, NAMESPACE, "instances", name, body
             )
 
     async def set(self, instance: str, slot: int, holder: str) -> None:
@@ -149,8 +166,22 @@ class Writer:
         )
 
 
-async def a_round(writer: Writer, slots: int, holder: str, interval: float) -> int:
-    """Set `slots` slots of every Instance to `holder`, one write every `interval` seconds."""
+async def a_round(
+    writer: Writer,
+    slots: int,
+    holder: str,
+    interval: float,
+    followers: list[Follower],
+    resources: list[str],
+    left: int,
+) -> None:
+    """Set `slots` slots of every Instance to `holder`, one write every `interval` seconds,
+    until every kubelet lists `left` healthy slots of each; notes what it cost each follower."""
+    started = []
+    for follower in followers:
+        assert follower.agent is not None
+        sent = (await follower.agent.stats()).sends["instance"]
+        started.append((sent, run_time(follower.agent.pid), follower.kubelet.cpu))
     loop = asyncio.get_running_loop()
     next_at = loop.time()
     changes = 0
@@ -160,58 +191,106 @@ async def a_round(writer: Writer, slots: int, holder: str, interval: float) -> i
             changes += 1
             next_at += interval
             await asyncio.sleep(max(0.0, next_at - loop.time()))  # pacing, not synchronisation
-    return changes
+    for follower in followers:
+        await follower.kubelet.until_healthy(dict.fromkeys(resources, left))
+    spent = [
+        (run_time(f.agent.pid) - agent_cpu, f.kubelet.cpu - kubelet_cpu)
+        for f, (_, agent_cpu, kubelet_cpu) in zip(followers, started, strict=True)
+        if f.agent is not None
+    ]
+    # A scrape costs the agent CPU: taken after the CPU is read, not counted.
+    for follower, (sent, _, _), (agent_cpu, kubelet_cpu) in zip(
+        followers, started, spent, strict=True
+    ):
+        assert follower.agent is not None
+        sent = (await follower.agent.stats()).sends["instance"] - sent
+        follower.agent_ms.append(agent_cpu / changes * 1e3)
+        follower.kubelet_ms.append(kubelet_cpu / max(sent, 1) * 1e3)
+        follower.sends.append(sent / changes)
 
 
-async def bench(rounds: int, slots: int, interval: float) -> list[tuple[str, str]]:
+@dataclass
+class Follower:
+    """One node following the changes: its agent and its kubelet, each in its own process."""
+
+    label: str
+    kubelet: KubeletProcess
+    agent: AgentProcess | None = None
+    agent_ms: list[float] = field(default_factory=list)
+    kubelet_ms: list[float] = field(default_factory=list)
+    sends: list[float] = field(default_factory=list)
+
+
+def source_roots(tree: Path) -> dict[str, str]:
+    """The environment that runs a process on the code of another checkout `tree`."""
+    roots = [tree / root for root in ("core", "sim", "agent", "controller", "discovery-handlers")]
+    return {"PYTHONPATH": os.pathsep.join(map(str, roots))}
+
+
+async def bench(
+    rounds: int, slots: int, interval: float, baseline: Path | None
+) -> list[tuple[str, str]]:
+    trees = {
+        "this tree": {},
+        **({f"baseline {baseline}": source_roots(baseline)} if baseline else {}),
+    }
     with tempfile.TemporaryDirectory(prefix="akri-", dir="/tmp") as workdir:
         root = Path(workdir)
         async with api_server(root) as (_, kubeconfig), await load_client(kubeconfig) as api:
-            kubelet = await KubeletProcess.spawn(root, "node-0")
-            agent = None
+            followers: list[Follower] = []
             try:
-                agent = await AgentProcess.spawn(
-                    root, kubeconfig, "node-0", RECLAIM_GRACE="3600", LOG_LEVEL="ERROR"
-                )
+                for n, (label, env) in enumerate(trees.items()):
+                    node = f"node-{n}"
+                    followers.append(Follower(label, await KubeletProcess.spawn(root, node, env)))
+                    followers[-1].agent = await AgentProcess.spawn(
+                        root, kubeconfig, node, RECLAIM_GRACE="3600", LOG_LEVEL="ERROR", **env
+                    )
                 descriptions = [f"chg{i}" for i in range(DEVICES)]
                 instances = [naming.instance_name("chg", d) for d in descriptions]
                 await create_configuration(api, "chg", descriptions, CAPACITY)
                 resources = [naming.resource_name(i) for i in instances]
-                await kubelet.until_healthy(dict.fromkeys(resources, CAPACITY))
+                for follower in followers:
+                    await follower.kubelet.until_healthy(dict.fromkeys(resources, CAPACITY))
                 writer = Writer(api, instances)
                 await writer.load()
-                agent_ms, kubelet_ms, sends = [], [], []
                 for n in range(rounds):
                     taking = n % 2 == 0
-                    before = await agent.stats()
-                    agent_cpu, kubelet_cpu = run_time(agent.pid), kubelet.cpu
-                    changes = await a_round(writer, slots, OTHER_NODE if taking else "", interval)
+                    holder = OTHER_NODE if taking else ""
                     left = CAPACITY - slots if taking else CAPACITY
-                    await kubelet.until_healthy(dict.fromkeys(resources, left))
-                    agent_cpu, kubelet_cpu = (
-                        run_time(agent.pid) - agent_cpu,
-                        kubelet.cpu - kubelet_cpu,
-                    )
-                    after = await agent.stats()  # its scrape costs the agent CPU: not counted
-                    sent = after.sends["instance"] - before.sends["instance"]
-                    agent_ms.append(agent_cpu / changes * 1e3)
-                    kubelet_ms.append(kubelet_cpu / max(sent, 1) * 1e3)
-                    sends.append(sent / changes)
+                    await a_round(writer, slots, holder, interval, followers, resources, left)
             finally:
-                if agent is not None:
-                    await agent.stop()
-                await kubelet.stop()
-    return [
+                for follower in followers:
+                    if follower.agent is not None:
+                        await follower.agent.stop()
+                    await follower.kubelet.stop()
+    rows = [
         (
             "changes per round (4 Instances)",
             f"{slots * DEVICES} x {rounds} rounds, one every {interval * 1e3:g} ms",
-        ),
-        ("agent CPU per Instance change", spread(agent_ms, "ms", 3)),
-        ("  best round", f"{min(agent_ms):.3f} ms"),
-        ("kubelet emulator CPU per ListAndWatch message", spread(kubelet_ms, "ms", 3)),
-        ("  best round", f"{min(kubelet_ms):.3f} ms"),
-        ("instance-level sends per change (1: none coalesced)", spread(sends, "", 2)),
+        )
     ]
+    for follower in followers:
+        prefix = f"{follower.label}: " if baseline else ""
+        rows += [
+            (f"{prefix}agent CPU per Instance change", spread(follower.agent_ms, "ms", 3)),
+            (
+                f"{prefix}kubelet emulator CPU per ListAndWatch message",
+                spread(follower.kubelet_ms, "ms", 3),
+            ),
+            (
+                f"{prefix}instance-level sends per change (1: none coalesced)",
+                spread(follower.sends, "", 2),
+            ),
+        ]
+    if baseline:
+        mine, base = followers
+        for what, ours, theirs in (
+            ("agent", mine.agent_ms, base.agent_ms),
+            ("kubelet", mine.kubelet_ms, base.kubelet_ms),
+        ):
+            ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
+            rows.append((f"{what} CPU, this tree / baseline, per round", spread(ratios, "", 3)))
+    return rows
 
 
 def main() -> int:
@@ -220,14 +299,21 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--slots", type=int, default=40, help="slots set per Instance a round")
     parser.add_argument("--interval", type=float, default=0.006, help="seconds between writes")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="a checkout of another version (e.g. `git worktree add /tmp/base main`): a second "
+        "agent and kubelet run its code, following the same changes at the same time",
+    )
     parser.add_argument("--kubelet", nargs=2, metavar=("ROOT", "NODE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     quiet_logs()
+    collect_like_the_agent()
     if args.kubelet:
         asyncio.run(kubelet_process(Path(args.kubelet[0]), args.kubelet[1]))
         return 0
     began, load = time.monotonic(), os.getloadavg()[0]
-    rows = asyncio.run(bench(args.rounds, args.slots, args.interval))
+    rows = asyncio.run(bench(args.rounds, args.slots, args.interval, args.baseline))
     finish(
         [Section("Instance change followed by one agent and its kubelet", rows, "change: ")],
         began,
