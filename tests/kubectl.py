@@ -31,8 +31,8 @@ class Kubectl:
             env=self.env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
 
-    async def __call__(self, *args: str, ok: bool = True, deadline_s: float = DEADLINE_S) -> str:
-        """kubectl's stdout when it succeeds (`ok`), else its stderr; fails the test otherwise."""
+    async def result(self, *args: str, deadline_s: float = DEADLINE_S) -> tuple[int, str, str]:
+        """kubectl's exit code, stdout and stderr, whichever way it ends."""
         process = await self.spawn(*args)
         try:
             async with asyncio.timeout(deadline_s):
@@ -41,8 +41,14 @@ class Kubectl:
             if process.returncode is None:
                 process.kill()
                 await process.wait()
+        assert process.returncode is not None
+        return process.returncode, out.decode(), err.decode()
+
+    async def __call__(self, *args: str, ok: bool = True, deadline_s: float = DEADLINE_S) -> str:
+        """kubectl's stdout when it succeeds (`ok`), else its stderr; fails the test otherwise."""
+        code, out, err = await self.result(*args, deadline_s=deadline_s)
         if ok:
-            assert process.returncode == 0, err.decode()
-            return out.decode()
-        assert process.returncode != 0, out.decode()
-        return err.decode()
+            assert code == 0, err
+            return out
+        assert code != 0, out
+        return err

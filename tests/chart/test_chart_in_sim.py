@@ -31,6 +31,7 @@ from akri.sim.helm import HelmSession
 from tests.chart.docs_commands import commands, helm_install
 from tests.chart.helm_render import CHART
 from tests.chart.rbac_use import Grant, grants, used
+from tests.chart.webhook import refused_at_apply
 from tests.kubectl import Kubectl, needs_kubectl
 from tests.support import eventually, needs_pod_network
 
@@ -120,29 +121,6 @@ async def ca_bundle(kubectl: Kubectl) -> str:
     )
     bundle: str = registration["webhooks"][0]["clientConfig"].get("caBundle", "")
     return bundle
-
-
-async def refused_at_apply(kubectl: Kubectl, tmp_path: Path) -> None:
-    """The controller's webhook, over the certificate it made, refuses bad discoveryDetails."""
-    bad = tmp_path / "bad.yaml"
-    handler = {"name": "debugEcho", "discoveryDetails": "descriptions: a"}
-    bad.write_text(
-        json.dumps({
-            "apiVersion": "akri.sh/v0",
-            "kind": "Configuration",
-            "metadata": {"name": "bad-echo"},
-            "spec": {"discoveryHandler": handler},
-        })
-    )  # fmt: skip
-
-    async def answered() -> bool:
-        try:
-            await kubectl("apply", "-f", str(bad), "--dry-run=server")
-        except AssertionError as error:
-            return "descriptions: Input should be a valid list" in str(error)
-        return False  # admitted: the webhook was not reached (failurePolicy Ignore)
-
-    await eventually(answered, "the webhook to refuse bad discoveryDetails", 30)
 
 
 def account(namespace: str, component: str) -> str:

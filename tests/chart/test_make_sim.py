@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from tests.chart.webhook import refused_at_apply
 from tests.kubectl import Kubectl, needs_kubectl
 from tests.support import eventually, needs_pod_network
 
@@ -161,20 +162,7 @@ async def test_make_sim_runs_the_charts_pods_on_two_nodes_and_leaves_nothing(
         instances = await items(kubectl, "akrii")
         assert sorted(sorted(i["spec"]["nodes"]) for i in instances) == [["node-0", "node-1"]] * 2
 
-        bad = tmp_path / "bad.json"
-        handler = {"name": "debugEcho", "discoveryDetails": "descriptions: a"}
-        bad.write_text(
-            json.dumps({
-                "apiVersion": "akri.sh/v0", "kind": "Configuration",
-                "metadata": {"name": "bad-echo"}, "spec": {"discoveryHandler": handler},
-            })
-        )  # fmt: skip
-
-        async def refused() -> bool:
-            answer = await kubectl("apply", "-f", str(bad), "--dry-run=server", ok=False)
-            return "descriptions: Input should be a valid list" in answer
-
-        await eventually(refused, "the controllers' webhook, through its Service, to refuse")
+        await refused_at_apply(kubectl, tmp_path)
 
         server = kubeconfig.read_text().split("server: ")[1].split()[0]
         async with aiohttp.ClientSession() as session, session.get(f"{server}/_sim/access") as r:
