@@ -25,6 +25,11 @@ from akri.sim.report import Row, markdown, rows_in, with_targets
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
+OURS_PER_POD = (
+    "bench_agent_contention",
+    "realistic: CPU of the agents' processes / of this process, per pod",
+)
+"""The row bench_protocol_floor compares its floor with, when this report measured it."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,17 @@ def run(source: str, command: list[str], env: dict[str, str] | None = None) -> O
     elif not rows:
         rows.append(Row("run", "printed no report rows"))
     return Outcome(source, rows, time.monotonic() - began, exit_code)
+
+
+def floor_arguments(done: list[Outcome]) -> list[str]:
+    """bench_protocol_floor's `--ours`: our CPU per pod from this report's own contention run
+    (it runs first, in name order), so that floor and ours come from one state of the host."""
+    for outcome in done:
+        for row in outcome.rows:
+            if (outcome.source, row.metric) == OURS_PER_POD:
+                agents, emulators = (part.split()[0] for part in row.value.split(" / "))
+                return ["--ours", agents, emulators]
+    return []
 
 
 def taken(began: datetime, loads: tuple[str, str]) -> str:
@@ -93,9 +109,10 @@ def main() -> int:
     parser.add_argument("--soak-seconds", type=int, default=60)
     args = parser.parse_args()
     began, start_load = datetime.now(UTC), load_average()
-    outcomes = [
-        run(path.stem, [sys.executable, str(path)]) for path in sorted(BENCH.glob("bench_*.py"))
-    ]
+    outcomes: list[Outcome] = []
+    for path in sorted(BENCH.glob("bench_*.py")):
+        extra = floor_arguments(outcomes) if path.stem == "bench_protocol_floor" else []
+        outcomes.append(run(path.stem, [sys.executable, str(path), *extra]))
     soak = [sys.executable, "-m", "akri.sim.soak", "--seconds", str(args.soak_seconds)]
     outcomes.append(run("soak", soak))
     loads = (start_load, load_average())

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 from bench_protocol_floor import MessageCpu, saturation
+from report import OURS_PER_POD, Outcome, floor_arguments
+
+from akri.sim.report import Row
 
 
 def costs() -> MessageCpu:
@@ -34,3 +37,15 @@ def test_saturated_cores_bound_throughput_and_littles_law_bounds_the_mean_latenc
     bound = saturation(cpu_per_pod=0.004, cores=2, in_flight=8)
     assert bound.throughput == pytest.approx(500)
     assert bound.mean_latency == pytest.approx(0.016)  # 8 in flight / 500 per second
+
+
+def test_the_report_compares_the_floor_with_the_contention_run_of_the_same_report() -> None:
+    contention = Outcome(
+        "bench_agent_contention",
+        [Row("realistic: wall time", "876 ms"), Row(OURS_PER_POD[1], "6.00 ms / 2.26 ms")],
+        15.0,
+        0,
+    )
+    other = Outcome("bench_agent_latency", [Row(OURS_PER_POD[1], "1.00 ms / 1.00 ms")], 1.0, 0)
+    assert floor_arguments([other, contention]) == ["--ours", "6.00", "2.26"]
+    assert floor_arguments([other]) == []
