@@ -26,6 +26,8 @@ from akri.controller.serving_certificate import (
 )
 from akri.controller.webhook import WebhookServer
 from akri.kube.calls import call
+from akri.sim.apiserver import ApiServer
+from akri.sim.apiserver.faults import FaultRule
 from tests.controller.test_controller_webhook import served_certificate
 from tests.support import eventually
 
@@ -163,3 +165,28 @@ async def test_a_keeper_without_its_secret_waits_for_it_instead_of_failing(
         data, bundle = await stored(api)
         assert base64.b64decode(bundle) == data[CA_FILE]
         assert (tmp_path / "tls.crt").read_bytes() == data[CERT_FILE]
+
+
+async def test_a_keeper_tries_again_soon_however_many_rounds_failed(
+    apiserver: ApiServer, api: client.ApiClient, tmp_path: Path
+) -> None:
+    """Eight failed reads: with the waits doubling unbounded from 50 ms the ninth round would
+    come 12.75 s after the first; bounded at 100 ms it comes within a second."""
+    await setup(api)
+    refusal = apiserver.faults.add(
+        FaultRule(verb="get", resource="secrets", name=SECRET, status=500, count=8)
+    )
+    kept = CertificateKeeper(
+        api,
+        "default",
+        SECRET,
+        REGISTRATION,
+        tmp_path,
+        WANTED,
+        retry=0.05,
+        retry_limit=0.1,
+        clock=Clock(),
+    )
+    async with kept:
+        await eventually(kept.ready.is_set, "the certificate made after the refusals", 6)
+    assert refusal.hits == 8

@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 
 HTTP_CONFLICT = 409
 ATTEMPTS = 5
+RETRY_LIMIT_S = 30.0
+"""The longest wait before a failed round is tried again: the webhook does not serve until a
+round succeeds, so after a long API outage it must not wait out the renewal interval."""
 Clock = Callable[[], datetime.datetime]
 
 
@@ -66,6 +69,7 @@ class CertificateKeeper(Service):
         *,
         interval: float = 3600.0,
         retry: float = 1.0,
+        retry_limit: float = RETRY_LIMIT_S,
         clock: Clock = _now,
     ) -> None:
         self._core = client.CoreV1Api(api_client)
@@ -77,6 +81,7 @@ class CertificateKeeper(Service):
         self._wanted = wanted
         self._interval = interval
         self._retry = retry
+        self._retry_limit = retry_limit
         self._clock = clock
         self._task: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()
@@ -144,7 +149,7 @@ class CertificateKeeper(Service):
                 _write_atomically(path, data[name])
 
     async def _keep(self) -> None:
-        backoff = Backoff(initial=self._retry, maximum=self._interval)
+        backoff = Backoff(initial=self._retry, maximum=min(self._retry_limit, self._interval))
         while True:
             try:
                 await self.sync()
