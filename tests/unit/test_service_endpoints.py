@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
+import random
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -38,9 +41,20 @@ def test_a_named_target_port_is_the_ready_pods_container_port() -> None:
     assert endpoint(SERVICE, pods, 80) == ("10.244.1.3", 8080)
 
 
-def test_the_first_ready_pod_by_name_is_chosen() -> None:
-    pods = [pod("b", "10.244.1.3"), pod("a", "10.244.0.2")]
-    assert endpoint(SERVICE, pods, 443) == ("10.244.0.2", 8443)
+def test_each_call_picks_one_of_the_ready_pods_as_kube_proxy_spreads_connections() -> None:
+    pods = [pod("b", "10.244.1.3"), pod("a", "10.244.0.2"), pod("c", "10.244.1.4", ready=False)]
+    offered: list[list[tuple[str, int]]] = []
+
+    def last(ready: Sequence[tuple[str, int]]) -> tuple[str, int]:
+        offered.append(list(ready))
+        return ready[-1]
+
+    assert endpoint(SERVICE, pods, 443, last) == ("10.244.1.3", 8443)
+    assert offered == [[("10.244.0.2", 8443), ("10.244.1.3", 8443)]]
+    rng = random.Random(7)
+    reached = {endpoint(SERVICE, pods, 443, rng.choice) for _ in range(64)}
+    assert reached == {("10.244.0.2", 8443), ("10.244.1.3", 8443)}, "not always the first"
+    assert inspect.signature(endpoint).parameters["pick"].default is random.choice
 
 
 @pytest.mark.parametrize(

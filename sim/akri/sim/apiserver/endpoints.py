@@ -1,4 +1,5 @@
-"""Where a Service's port leads: a ready pod's IP and the port its targetPort names (pure).
+"""Where a Service's port leads: a ready pod's IP and the port its targetPort names (pure, but
+for the random pick among ready pods).
 
 What the endpoints controller and kube-proxy together give a client of the Service, for the API
 server's own calls to Services (webhooks).
@@ -6,7 +7,8 @@ server's own calls to Services (webhooks).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from akri.sim.apiserver.apps_kinds import selector_labels
@@ -35,8 +37,15 @@ def _container_port(pod: JSON, target: int | str) -> int | None:
     return None
 
 
-def endpoint(service: JSON, pods: Iterable[JSON], port: int) -> tuple[str, int]:
-    """The first ready pod (by name) the Service's `port` reaches, as (pod IP, port).
+def endpoint(
+    service: JSON,
+    pods: Iterable[JSON],
+    port: int,
+    pick: Callable[[Sequence[tuple[str, int]]], tuple[str, int]] = random.choice,
+) -> tuple[str, int]:
+    """One of the ready pods the Service's `port` reaches, as (pod IP, port), `pick`ed at
+    random for each call as kube-proxy spreads connections: a call never keeps meeting the
+    same replica.
 
     Raises LookupError in the API server's words when the Service has no such port or no
     ready pod behind it."""
@@ -48,11 +57,14 @@ def endpoint(service: JSON, pods: Iterable[JSON], port: int) -> tuple[str, int]:
     target = ports[0].get("targetPort", port)
     selector = spec.get("selector") or {}
     chosen = selector_labels({"matchLabels": selector}) if selector else None
+    ready = []
     for pod in sorted(pods, key=lambda p: str((p.get("metadata") or {}).get("name", ""))):
         labels = (pod.get("metadata") or {}).get("labels") or {}
         if chosen is None or not chosen.matches(labels) or not _ready(pod):
             continue
         number = _container_port(pod, target)
         if number is not None:
-            return str(pod["status"]["podIP"]), number
-    raise LookupError(f'no endpoints available for service "{name}"')
+            ready.append((str(pod["status"]["podIP"]), number))
+    if not ready:
+        raise LookupError(f'no endpoints available for service "{name}"')
+    return pick(ready)
