@@ -214,18 +214,21 @@ class Instance:
         releases bring the held slots down to the capacity."""
         return not self.terminating and self.held <= self.capacity
 
+    @property
+    def room(self) -> int:
+        """How many more slots may be held now: none at or past capacity (slots past a lowered
+        capacity still held) or while the Instance is being deleted."""
+        return 0 if self.terminating else max(self.capacity - self.held, 0)
+
     @cached_property
     def grantable(self) -> tuple[int, ...]:
-        """Free slots below capacity that may all be granted at once now, lowest first.
-
-        Fewer than the free slots when slots past a lowered capacity are still held; none
-        while the Instance is being deleted.
-        """
-        if self.terminating:
+        """Free slots below capacity that may all be granted at once now, lowest first: `room`
+        of them at most."""
+        if not self.room:
             return ()
         slots = self.slots
         free = [i for i in range(self.capacity) if isinstance(slots.get(i, FREE), Free)]
-        return tuple(free[: max(self.capacity - self.held, 0)])
+        return tuple(free[: self.room])
 
     @cached_property
     def _held_by(self) -> dict[str, dict[int, Holding]]:
@@ -345,10 +348,9 @@ def allocate_il(instance: Instance, node: str, slots: Iterable[str]) -> Instance
             raise AllocationError(f"slot {slot} is {holder}")
         claims[index] = mine
     # Every claim is a distinct free slot below capacity: they all fit in `grantable` when
-    # the capacity has room for them (asked without listing the free slots, in a batch of
-    # Allocates deciding on ever newer copies).
-    room = 0 if instance.terminating else instance.capacity - instance.held
-    if claims and len(claims) > room:
+    # there is room for them (asked without listing the free slots, in a batch of Allocates
+    # deciding on ever newer copies).
+    if len(claims) > instance.room:
         raise AllocationError(
             f"Instance {instance.name} is at capacity {instance.capacity}: "
             f"{len(claims)} slots requested, {len(instance.grantable)} can be granted"
