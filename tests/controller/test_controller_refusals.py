@@ -27,6 +27,7 @@ from tests.controller.conftest import (
     events,
     ready_node,
     running,
+    shared_slices,
 )
 from tests.support import eventually
 
@@ -43,13 +44,6 @@ async def refused_condition(api: client.ApiClient, name: str) -> dict[str, Any] 
     )
     conditions = (found.get("status") or {}).get("conditions") or []
     return next((c for c in conditions if c["type"] == "ControllerWriteRefused"), None)
-
-
-async def shared_slices(api: client.ApiClient) -> list[dict[str, Any]]:
-    listed = await client.CustomObjectsApi(api).list_cluster_custom_object(
-        "resource.k8s.io", "v1", "resourceslices"
-    )
-    return [s for s in listed["items"] if s["spec"].get("perDeviceNodeSelection")]
 
 
 async def test_a_refused_slice_write_is_reported_and_cleared_once_taken(
