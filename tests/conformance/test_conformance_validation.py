@@ -418,7 +418,7 @@ async def test_claim_spec_is_immutable(api: client.ApiClient, namespace: str) ->
     with pytest.raises(client.ApiException) as refused:
         await resources.patch_namespaced_resource_claim("c", namespace, changed)
     assert refused.value.status == 422
-    causes = json.loads(refused.value.body)["details"]["causes"]
+    causes = json.loads(refused.value.body or b"{}")["details"]["causes"]
     assert [(c["field"], c["message"].endswith("field is immutable")) for c in causes] == [
         ("spec", True)
     ]
