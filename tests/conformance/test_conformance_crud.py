@@ -220,7 +220,8 @@ async def test_strategic_merge_patch_merges_containers_and_env(
     patched = await apps.patch_namespaced_deployment("d", namespace, patch)
     container = patched.spec.template.spec.containers[0]
     assert container.image == "busybox"
-    assert [(e.name, e.value) for e in container.env] == [("A", "1"), ("B", "2")]
+    # The patch's new item goes first, as a real server merges (B before the stored A).
+    assert [(e.name, e.value) for e in container.env] == [("B", "2"), ("A", "1")]
 
 
 async def test_pod_updates_may_change_only_images_and_add_tolerations(

@@ -5,10 +5,11 @@ from __future__ import annotations
 import ipaddress
 from pathlib import Path
 
+import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tests.conformance.support import DEADLINE_S, Cluster
+from tests.conformance.support import DEADLINE_S, FOREIGN_KUBECONFIG, Cluster
 from tests.kubectl import Kubectl, needs_kubectl
 from tests.support import eventually
 
@@ -60,9 +61,20 @@ async def test_a_deleted_kubernetes_service_comes_back(core: client.CoreV1Api) -
     assert [(p.name, p.port, p.protocol) for p in service.spec.ports] == [("https", 443, "TCP")]
 
 
+async def published_endpoints(core: client.CoreV1Api) -> client.V1Endpoints:
+    """The `kubernetes` Endpoints; a foreign server without them runs no endpoint reconciler
+    (--endpoint-reconciler-type=none), so these cases cannot be judged there."""
+    try:
+        return await core.read_namespaced_endpoints("kubernetes", "default")
+    except ApiException as error:
+        if error.status == 404 and FOREIGN_KUBECONFIG:
+            pytest.skip("the server publishes no kubernetes Endpoints (no endpoint reconciler)")
+        raise
+
+
 async def test_its_endpoints_lead_to_the_api_server(api: client.ApiClient) -> None:
     core, discovery = client.CoreV1Api(api), client.DiscoveryV1Api(api)
-    endpoints = await core.read_namespaced_endpoints("kubernetes", "default")
+    endpoints = await published_endpoints(core)
     [subset] = endpoints.subsets
     assert subset.addresses
     [port] = subset.ports
@@ -80,7 +92,7 @@ async def test_its_endpoints_lead_to_the_api_server(api: client.ApiClient) -> No
 
 
 async def test_changed_endpoints_are_put_back(core: client.CoreV1Api) -> None:
-    before = await core.read_namespaced_endpoints("kubernetes", "default")
+    before = await published_endpoints(core)
     await core.patch_namespaced_endpoints(
         "kubernetes", "default", [{"op": "replace", "path": "/subsets/0/ports/0/port", "value": 1}]
     )

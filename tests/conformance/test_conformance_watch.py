@@ -28,8 +28,15 @@ from tests.conformance.support import (
 Event = dict[str, Any]
 
 
+OURS = "made-by=conformance"
+"""A selector for the ConfigMaps a test made: a real cluster publishes its own into every new
+namespace (kube-root-ca.crt), at a moment no test controls."""
+
+
 def config_map(name: str, **labels: str) -> client.V1ConfigMap:
-    return client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name, labels=labels or None))
+    return client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name=name, labels={"made-by": "conformance", **labels})
+    )
 
 
 async def take(events: AsyncIterator[Event], count: int) -> list[Event]:
@@ -50,7 +57,9 @@ def summary(events: list[Event]) -> list[tuple[str, str]]:
 async def test_added_modified_deleted_in_order(core: client.CoreV1Api, namespace: str) -> None:
     since = (await core.list_namespaced_config_map(namespace)).metadata.resource_version
     async with watch.Watch() as stream:
-        events = stream.stream(core.list_namespaced_config_map, namespace, resource_version=since)
+        events = stream.stream(
+            core.list_namespaced_config_map, namespace, resource_version=since, label_selector=OURS
+        )
         await core.create_namespaced_config_map(namespace, config_map("cm"))
         await core.patch_namespaced_config_map("cm", namespace, {"data": {"k": "v"}})
         await core.delete_namespaced_config_map("cm", namespace)
@@ -79,7 +88,9 @@ async def test_resume_after_reconnect_misses_nothing(
 ) -> None:
     since = (await core.list_namespaced_config_map(namespace)).metadata.resource_version
     async with watch.Watch() as stream:
-        events = stream.stream(core.list_namespaced_config_map, namespace, resource_version=since)
+        events = stream.stream(
+            core.list_namespaced_config_map, namespace, resource_version=since, label_selector=OURS
+        )
         await core.create_namespaced_config_map(namespace, config_map("first"))
         (seen,) = await take(events, 1)
     last = seen["raw_object"]["metadata"]["resourceVersion"]
@@ -87,7 +98,9 @@ async def test_resume_after_reconnect_misses_nothing(
         await core.create_namespaced_config_map(namespace, config_map(f"while-away-{index}"))
     await core.patch_namespaced_config_map("first", namespace, {"data": {"k": "v"}})
     async with watch.Watch() as stream:
-        events = stream.stream(core.list_namespaced_config_map, namespace, resource_version=last)
+        events = stream.stream(
+            core.list_namespaced_config_map, namespace, resource_version=last, label_selector=OURS
+        )
         resumed = await take(events, 6)
     assert summary(resumed) == [("ADDED", f"while-away-{i}") for i in range(5)] + [
         ("MODIFIED", "first")
@@ -138,6 +151,11 @@ async def test_label_selector_transitions_become_added_and_deleted(
         )
         received = await take(events, 3)
     assert summary(received) == [("ADDED", "cm"), ("MODIFIED", "cm"), ("DELETED", "cm")]
+    left = received[2]["raw_object"]["metadata"]
+    assert left["labels"]["app"] == "x"  # the last state that matched
+    assert int(left["resourceVersion"]) > int(
+        received[1]["raw_object"]["metadata"]["resourceVersion"]
+    )
 
 
 async def test_field_selector_on_pods(core: client.CoreV1Api, namespace: str) -> None:
@@ -177,11 +195,16 @@ async def test_custom_objects_across_namespaces(
 
 
 async def test_timeout_seconds_ends_the_stream(core: client.CoreV1Api, namespace: str) -> None:
+    """Ends with nothing to report (of ours: see OURS)."""
     since = (await core.list_namespaced_config_map(namespace)).metadata.resource_version
     received = []
     async with watch.Watch() as stream, asyncio.timeout(DEADLINE_S):
         async for event in stream.stream(
-            core.list_namespaced_config_map, namespace, resource_version=since, timeout_seconds=1
+            core.list_namespaced_config_map,
+            namespace,
+            resource_version=since,
+            timeout_seconds=1,
+            label_selector=OURS,
         ):
             received.append(event)
     assert received == []
@@ -287,7 +310,12 @@ async def test_watchers_of_one_change_see_it_in_their_own_version_and_selection(
 ) -> None:
     """One change reaches each watcher as its request asks: in the version it watches, and
     as DELETED for the watcher whose selector it leaves, whichever watcher reads first."""
-    body = {"metadata": {"name": "g", "labels": {"app": "x"}}, "spec": {"size": 1}}
+    body = {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "Gizmo",
+        "metadata": {"name": "g", "labels": {"app": "x"}},
+        "spec": {"size": 1},
+    }
     created = await gizmos.create_namespaced_custom_object(GROUP, "v1", namespace, "gizmos", body)
     since = created["metadata"]["resourceVersion"]
     watches = {
@@ -320,4 +348,6 @@ async def test_watchers_of_one_change_see_it_in_their_own_version_and_selection(
         "v1 app=x": ("DELETED", f"{GROUP}/v1"),
         "v2 app=x": ("DELETED", f"{GROUP}/v2"),
     }
-    assert {e["object"]["spec"]["size"] for e in received.values()} == {2}
+    sizes = {n: e["object"]["spec"]["size"] for n, e in received.items()}
+    # A watcher the object left sees its last matching state.
+    assert sizes == {"v1": 2, "v2": 2, "v1 app=x": 1, "v2 app=x": 1}

@@ -77,7 +77,10 @@ async def test_only_the_leader_acts_and_the_other_takes_over_after_expiry(
     kubeconfig = apiserver.write_kubeconfig(tmp_path / "replicas")
     await ready_node(api, "node-0")
     configuration = await create_configuration(
-        api, configuration_body("cam", broker_pod_spec={"containers": [{"name": "b"}]})
+        api,
+        configuration_body(
+            "cam", broker_pod_spec={"containers": [{"name": "b", "image": "busybox"}]}
+        ),
     )
     async with replica(apiserver, kubeconfig, "a", release=False) as a:
         await eventually(lambda: a.elector.leading, "a to lead")

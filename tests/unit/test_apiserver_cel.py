@@ -44,15 +44,14 @@ def test_rules_refuse_on_create_in_the_api_servers_words(
     ops, kind = gadgets
     ops.create(kind, "default", gadget("ok", code="abc", ports=[1, 2]))
     assert refusal(lambda: ops.create(kind, "default", gadget("g", min=3))) == (
-        'Gadget.conformance.akri.sh "g" is invalid: spec: Invalid value: "object": '
-        "min must not exceed max"
+        'Gadget.conformance.akri.sh "g" is invalid: spec: Invalid value: min must not exceed max'
     )
     assert refusal(lambda: ops.create(kind, "default", gadget("g", code="abcd"))) == (
-        'Gadget.conformance.akri.sh "g" is invalid: spec.code: Invalid value: "string": '
+        'Gadget.conformance.akri.sh "g" is invalid: spec.code: Invalid value: "abcd": '
         "failed rule: self.size() <= 3"
     )
     assert refusal(lambda: ops.create(kind, "default", gadget("g", ports=[1, 0]))) == (
-        'Gadget.conformance.akri.sh "g" is invalid: spec.ports[1]: Invalid value: "integer": '
+        'Gadget.conformance.akri.sh "g" is invalid: spec.ports[1]: Invalid value: 0: '
         "ports are positive"
     )
 
@@ -65,7 +64,7 @@ def test_transition_rules_compare_with_the_stored_object(
     changed = copy.deepcopy(stored)
     changed["spec"]["mode"] = "b"
     assert refusal(lambda: ops.update(kind, "default", "g", changed)) == (
-        'Gadget.conformance.akri.sh "g" is invalid: spec.mode: Invalid value: "string": '
+        'Gadget.conformance.akri.sh "g" is invalid: spec.mode: Invalid value: "b": '
         "mode is immutable"
     )
     changed["spec"].update(mode="a", max=5)
@@ -129,8 +128,7 @@ def test_every_rule_in_crds_accepts_the_examples_and_refuses_a_breach() -> None:
         configuration["metadata"]["name"] = "breach"
         message = refusal(lambda c=configuration: ops.create(configurations, "default", c))
         assert message.startswith('Configuration.akri.sh "breach" is invalid: spec.'), rule
-        kinds = ("object", "string")
-        assert message.endswith(tuple(f'"{k}": {messages[rule]}' for k in kinds)), message
+        assert message.endswith(f": {messages[rule]}"), message
 
 
 def test_rules_are_checked_along_the_branches_that_lead_to_them() -> None:

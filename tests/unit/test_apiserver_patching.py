@@ -73,8 +73,10 @@ def test_strategic_merge_merges_lists_by_key() -> None:
     }
     result = strategic_merge_patch(POD, patch)
     containers = result["spec"]["containers"]
-    assert [c["name"] for c in containers] == ["main", "side", "new"]
-    assert containers[0]["env"] == [{"name": "A", "value": "9"}, {"name": "B", "value": "2"}]
+    # A real server's order (checked on kube-apiserver 1.36): the patch's items in its order,
+    # a new one ahead of the items only the server had, a known one at its old place.
+    assert [c["name"] for c in containers] == ["main", "new", "side"]
+    assert containers[0]["env"] == [{"name": "B", "value": "2"}, {"name": "A", "value": "9"}]
     assert containers[0]["image"] == "x"
     assert result["status"]["conditions"] == [{"type": "Ready", "status": "True"}]
 
@@ -112,3 +114,12 @@ def test_strategic_merge_retain_keys() -> None:
     target = {"strategy": {"type": "A", "rollingUpdate": {"max": 1}}}
     patch = {"strategy": {"$retainKeys": ["type"], "type": "B"}}
     assert strategic_merge_patch(target, patch) == {"strategy": {"type": "B"}}
+
+
+def test_strategic_merge_puts_new_set_items_first() -> None:
+    """Finalizers [x, y] patched with [z] become [z, x, y] on kube-apiserver 1.36."""
+    target = {"metadata": {"finalizers": ["a.io/x", "a.io/y"]}}
+    added = strategic_merge_patch(target, {"metadata": {"finalizers": ["a.io/z"]}})
+    assert added["metadata"]["finalizers"] == ["a.io/z", "a.io/x", "a.io/y"]
+    known = strategic_merge_patch(target, {"metadata": {"finalizers": ["a.io/y", "a.io/z"]}})
+    assert known["metadata"]["finalizers"] == ["a.io/x", "a.io/y", "a.io/z"]

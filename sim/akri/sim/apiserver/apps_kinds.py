@@ -13,6 +13,7 @@ from typing import Any
 from akri.sim.apiserver.core_kinds import AGE, NAME, prepare_pod_spec
 from akri.sim.apiserver.resources import Column, ResourceType
 from akri.sim.apiserver.selectors import LabelSelector
+from akri.sim.apiserver.validation import core
 
 JSON = dict[str, Any]
 Problems = list[tuple[str, str]]
@@ -107,8 +108,7 @@ def _validate_workload(obj: JSON) -> Problems:
                 "`selector` does not match template `labels`",
             )
         )
-    if not ((spec.get("template") or {}).get("spec") or {}).get("containers"):
-        problems.append(("spec.template.spec.containers", "Required value"))
+    problems += core.pod_spec((spec.get("template") or {}).get("spec"), "spec.template.spec")
     replicas = spec.get("replicas", 0)
     if not isinstance(replicas, int) or replicas < 0:
         problems.append(

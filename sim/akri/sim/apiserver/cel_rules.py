@@ -4,7 +4,8 @@ Each rule is evaluated with `self` bound to the value its schema node describes 
 of an array, every value of a map) and, on an update where the old object has that value
 too, `oldSelf` bound to the old one; a rule that mentions `oldSelf` (a transition rule) is
 skipped when there is no old value, as Kubernetes does. A failed rule is reported as the API
-server reports it: `<path>: Invalid value: "<type>": <message>`.
+server reports it: `<path>: Invalid value: <value>: <message>`, the value shown only for a
+scalar (checked on kube-apiserver 1.36).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import celpy
 from celpy.adapter import json_to_cel
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
+
+from akri.sim.apiserver.validation import field
 
 JSON = dict[str, Any]
 RULES = "x-kubernetes-validations"
@@ -91,12 +94,11 @@ def _check(rule: JSON, node: JSON, value: Any, old: Any) -> str | None:
     activation = {"self": json_to_cel(value)}
     if transition:
         activation["oldSelf"] = json_to_cel(old)
-    kind = node.get("type", "object")
+    shown = field.OMIT if isinstance(value, dict | list) else value
     try:
         passed = _program(text).evaluate(activation)
     except (CELEvalError, CELParseError, TypeError, ValueError) as error:
-        return f'Invalid value: "{kind}": {error} evaluating rule: {text}'
+        return field.invalid("", shown, f"{error} evaluating rule: {text}")[1]
     if bool(passed):
         return None
-    message = rule.get("message") or f"failed rule: {text}"
-    return f'Invalid value: "{kind}": {message}'
+    return field.invalid("", shown, rule.get("message") or f"failed rule: {text}")[1]

@@ -20,6 +20,8 @@ from akri.sim import quantity
 from akri.sim.apiserver import pod_updates
 from akri.sim.apiserver.resources import Column, ResourceType
 from akri.sim.apiserver.selectors import field_path
+from akri.sim.apiserver.validation import batch, coordination, core
+from akri.sim.apiserver.validation.meta import dns_label_no_dots
 
 JSON = dict[str, Any]
 
@@ -133,6 +135,10 @@ def prepare_pod_spec(spec: JSON) -> None:
 
 def _prepare_pod(pod: JSON) -> None:
     prepare_pod_spec(pod.setdefault("spec", {}))
+
+
+def _pod_problems(pod: JSON) -> list[tuple[str, str]]:
+    return quantity.pod_problems(pod) + core.pod(pod)
 
 
 def _pod_update_errors(old: JSON, new: JSON) -> list[tuple[str, str]]:
@@ -254,6 +260,7 @@ def builtin_kinds() -> list[ResourceType]:
             columns=(NAME, Column("Status", "string", path_cell("status.phase")), AGE),
             field_labels=_fields("status.phase"),
             prepare_create=_prepare_namespace,
+            name_check=dns_label_no_dots,
         ),
         ResourceType(
             "", "v1", "Node", "nodes", "node", False, ("no",),
@@ -289,7 +296,7 @@ def builtin_kinds() -> list[ResourceType]:
             status_on_create={"phase": "Pending"},
             prepare_create=_prepare_pod,
             validate_update=_pod_update_errors,
-            validate=quantity.pod_problems,
+            validate=_pod_problems,
             tracks_generation=True,
             returns_deleted_object=True,
         ),
@@ -306,6 +313,8 @@ def builtin_kinds() -> list[ResourceType]:
                 Column("Selector", "string", path_cell("spec.selector"), priority=1),
             ),
             prepare_create=_service_preparer(),
+            validate=core.service,
+            name_check=dns_label_no_dots,
             returns_deleted_object=True,
         ),
         ResourceType(
@@ -333,10 +342,12 @@ def builtin_kinds() -> list[ResourceType]:
             ),
             field_labels=_event_fields(),
             normalize=_normalize_event,
+            validate=core.event,
         ),
         ResourceType(
             "", "v1", "ConfigMap", "configmaps", "configmap", True, ("cm",),
             columns=(NAME, Column("Data", "integer", _count("data", "binaryData")), AGE),
+            validate=core.config_map,
         ),
         ResourceType(
             "", "v1", "Secret", "secrets", "secret", True,
@@ -349,10 +360,12 @@ def builtin_kinds() -> list[ResourceType]:
             field_labels=_fields("type"),
             prepare_create=_prepare_secret,
             normalize=_fold_string_data,
+            validate=core.secret,
         ),
         ResourceType(
             "coordination.k8s.io", "v1", "Lease", "leases", "lease", True,
             columns=(NAME, Column("Holder", "string", path_cell("spec.holderIdentity")), AGE),
+            validate=coordination.lease,
         ),
         ResourceType(
             "batch", "v1", "Job", "jobs", "job", True, (), ("all",),
@@ -361,6 +374,7 @@ def builtin_kinds() -> list[ResourceType]:
             field_labels=_fields("status.successful"),
             status_on_create={},
             prepare_create=_prepare_job,
+            validate=batch.job,
             tracks_generation=True,
             orphan_by_default=True,
         ),

@@ -99,13 +99,38 @@ def expired(message: str) -> ApiError:
     return ApiError(410, "Expired", message)
 
 
+# A cause's reason is named by how its message starts (field.ErrorType.String() in
+# k8s.io/apimachinery/pkg/util/validation/field/errors.go).
+_CAUSE_REASONS = (
+    ("Required value", "FieldValueRequired"),
+    ("Forbidden", "FieldValueForbidden"),
+    ("Duplicate value", "FieldValueDuplicate"),
+    ("Unsupported value", "FieldValueNotSupported"),
+    ("Not found", "FieldValueNotFound"),
+    ("Too long", "FieldValueTooLong"),
+    ("Too many", "FieldValueTooMany"),
+    ("Internal error", "InternalError"),
+)
+
+
+def cause_reason(message: str) -> str:
+    """The `details.causes[].reason` of a field error, from its message."""
+    return next(
+        (r for prefix, r in _CAUSE_REASONS if message.startswith(prefix)), "FieldValueInvalid"
+    )
+
+
 def invalid(group: str, kind: str, name: str, causes: list[tuple[str, str]]) -> ApiError:
-    """422 with one cause per (field, message), as validation failures are reported."""
-    summary = ", ".join(f"{field}: {message}" for field, message in causes)
+    """422 with one cause per (field, message), as validation failures are reported: the
+    message lists them as an aggregate does (one alone, several in brackets), without repeats
+    (field.ErrorList.ToAggregate, apierrors.NewInvalid)."""
+    unique = list(dict.fromkeys(causes))
+    listed = [f"{field}: {message}" for field, message in unique]
+    summary = listed[0] if len(listed) == 1 else f"[{', '.join(listed)}]"
     details = _details(group, kind, name)
     details["causes"] = [
-        {"reason": "FieldValueInvalid", "message": message, "field": field}
-        for field, message in causes
+        {"reason": cause_reason(message), "message": message, "field": field}
+        for field, message in unique
     ]
     return ApiError(
         422, "Invalid", f'{_qualified(group, kind)} "{name}" is invalid: {summary}', details
@@ -114,6 +139,25 @@ def invalid(group: str, kind: str, name: str, causes: list[tuple[str, str]]) -> 
 
 def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
+
+
+def missing_kind(kind: str, raw: bytes) -> ApiError:
+    """A body the server cannot decode for want of `kind`, quoted in full and then summarised
+    to 30 bytes (transformDecodeError and summarizeData in
+    k8s.io/apiserver/pkg/endpoints/handlers/create.go, runtime.NewMissingKindErr)."""
+    text = raw.decode(errors="replace")
+    summary = text if len(raw) <= 30 else raw[:30].decode(errors="replace") + " ..."
+    return bad_request(
+        f"the object provided is unrecognized (must be of type {kind}): "
+        f"Object 'Kind' is missing in '{text}' ({summary})"
+    )
+
+
+def other_api_version(given: str, expected: str) -> ApiError:
+    return bad_request(
+        f"the API version in the data ({given}) does not match the expected API version "
+        f"({expected})"
+    )
 
 
 def forbidden(message: str) -> ApiError:

@@ -300,11 +300,11 @@ class ApiHandlers:
             body = await self._body(request)
             return _json(self._guard.tokens.token_request(namespace, name, body), 201)
         if verb == "create" and not name and not (resource.namespaced and target.namespace is None):
-            body = await self._body(request)
+            body = await self._object_body(request, resource)
             await self._review(target, "CREATE", body, None, user)
             return _json(ops.create(resource, target.namespace, body, strict), 201)
         if verb == "update" and name:
-            body = await self._body(request)
+            body = await self._object_body(request, resource)
             await self._review(target, "UPDATE", body, ops.read(resource, namespace, name), user)
             return _json(ops.update(resource, namespace, name, body, target.subresource, strict))
         if verb == "patch" and name:
@@ -408,6 +408,19 @@ class ApiHandlers:
             return yaml.safe_load(raw) if as_yaml else json.loads(raw)
         except (ValueError, yaml.YAMLError) as error:
             raise errors.bad_request(f"the request body is not valid JSON: {error}") from error
+
+    @classmethod
+    async def _object_body(cls, request: web.Request, resource: ResourceType) -> Any:
+        """A created or replaced object. A custom resource is decoded by its own `kind` and
+        `apiVersion` (the unstructured decoder), so a body without them is refused (400); a
+        built-in kind takes them from the URL."""
+        body = await cls._body(request)
+        if resource.custom and isinstance(body, dict):
+            if not body.get("kind"):
+                raise errors.missing_kind(resource.kind, await request.read())
+            if not body.get("apiVersion"):
+                raise errors.other_api_version("", resource.api_version)
+        return body
 
     @staticmethod
     def _selection(request: web.Request, target: Target) -> Selection:

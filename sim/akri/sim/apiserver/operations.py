@@ -23,6 +23,7 @@ from akri.sim.apiserver.core_kinds import CRD_GROUP
 from akri.sim.apiserver.resources import Registry, ResourceType
 from akri.sim.apiserver.selectors import FieldSelector, LabelSelector
 from akri.sim.apiserver.store import Store
+from akri.sim.apiserver.validation.meta import object_meta
 from akri.sim.apiserver.watchcache import (
     ADDED,
     DELETED,
@@ -396,10 +397,7 @@ class Operations:
                 f"({resource.kind})"
             )
         if obj.get("apiVersion") not in (None, "", resource.api_version):
-            raise errors.bad_request(
-                f"the API version in the data ({obj['apiVersion']}) does not match the expected "
-                f"API version ({resource.api_version})"
-            )
+            raise errors.other_api_version(obj["apiVersion"], resource.api_version)
         obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
         meta = obj.get("metadata")
         if meta is None:
@@ -447,8 +445,7 @@ class Operations:
     ) -> None:
         """Defaults, pruning and validation: the checks every create and update (`old`) passes."""
         meta = obj["metadata"]
-        dns_label = resource.key in (("", "namespaces"), ("", "services"))
-        problems = metadata.name_errors(meta["name"], dns_label) + metadata.metadata_errors(meta)
+        problems = object_meta(meta, resource.name_check)
         if resource.structural is not None:
             resource.structural.apply_defaults(obj)
             unknown = resource.structural.prune(obj)
@@ -554,6 +551,14 @@ class Operations:
         self.store.add_kind((group, plural))
 
 
+def _left(previous: JSON, current: JSON) -> JSON:
+    """What a watcher sees of an object that left its selection: the last state it matched in,
+    at the version of the change (cacheWatcher.convertToWatchEvent in
+    k8s.io/apiserver/pkg/storage/cacher)."""
+    version = current["metadata"].get("resourceVersion")
+    return {**previous, "metadata": {**previous["metadata"], "resourceVersion": version}}
+
+
 def metadata_key(obj: JSON) -> tuple[str, str]:
     meta = obj["metadata"]
     return (meta.get("namespace", ""), meta["name"])
@@ -562,8 +567,8 @@ def metadata_key(obj: JSON) -> tuple[str, str]:
 class WatchFeed:
     """One watch: replayed events, then live ones, filtered by the selection.
 
-    An object that starts or stops matching the selection appears as ADDED or DELETED, as a
-    real server reports such transitions.
+    An object that starts or stops matching the selection appears as ADDED (its new state) or
+    DELETED (its last matching state), as a real server reports such transitions.
     """
 
     def __init__(
@@ -596,7 +601,7 @@ class WatchFeed:
             if matches_now and not matched_before:
                 return ADDED, event.obj
             if matched_before and not matches_now:
-                return DELETED, event.obj
+                return DELETED, _left(event.previous, event.obj)
         return (event.type, event.obj) if matches_now else None
 
     async def next(self) -> tuple[str, JSON, WatchEvent] | Tick | None:

@@ -125,7 +125,8 @@ def _merge_key(field: str, elements: list[Any]) -> str | None:
 def _merge_list(field: str, current: Any, patch: list[Any]) -> list[Any]:
     current_list = list(current) if isinstance(current, list) else []
     if field in _SET_LISTS:
-        return current_list + [v for v in patch if v not in current_list]
+        merged = current_list + [v for v in patch if v not in current_list]
+        return _patch_order(merged, current_list, patch, None)
     key = _merge_key(field, patch + current_list)
     if key is None or not all(isinstance(e, dict) for e in patch):
         return copy.deepcopy(patch)
@@ -148,17 +149,43 @@ def _merge_list(field: str, current: Any, patch: list[Any]) -> list[Any]:
             merged.append(strategic_merge_patch({}, element))
         else:
             merged[index] = strategic_merge_patch(merged[index], element)
-    return merged
+    return _patch_order(merged, current_list, patch, key)
+
+
+def _patch_order(
+    merged: list[Any], current: list[Any], patch: list[Any], key: str | None
+) -> list[Any]:
+    """The order a real server gives a merged list (normalizeElementOrder and
+    mergeSortedSlice in k8s.io/apimachinery/pkg/util/strategicpatch/patch.go): the patch's
+    items in its order and the items only the server had in theirs, interleaved by their
+    place in the current list; an item new to the list goes before a server-only one."""
+    named = [_identity(e, key) for e in patch if not _deletes(e)]
+    by_identity = {_identity(e, key): e for e in merged}
+    left = [by_identity[k] for k in dict.fromkeys(named) if k in by_identity]
+    right = [e for e in merged if _identity(e, key) not in named]
+    place = {_identity(e, key): i for i, e in enumerate(current)}
+    result: list[Any] = []
+    while left and right:
+        here, there = place.get(_identity(left[0], key)), place.get(_identity(right[0], key))
+        take_left = here is None or there is None or here < there
+        result.append(left.pop(0) if take_left else right.pop(0))
+    return result + left + right
+
+
+def _deletes(element: Any) -> bool:
+    return isinstance(element, dict) and element.get(_DIRECTIVE) == "delete"
+
+
+def _identity(element: Any, key: str | None) -> Any:
+    return element.get(key) if key is not None and isinstance(element, dict) else element
 
 
 def _reorder(elements: list[Any], order: list[Any], key: str | None) -> list[Any]:
     """Apply a `$setElementOrder` list: listed elements first, in the given order."""
 
-    def identity(element: Any) -> Any:
-        return element.get(key) if key is not None and isinstance(element, dict) else element
-
-    wanted = [identity(e) for e in order]
+    wanted = [_identity(e, key) for e in order]
     listed = sorted(
-        (e for e in elements if identity(e) in wanted), key=lambda e: wanted.index(identity(e))
+        (e for e in elements if _identity(e, key) in wanted),
+        key=lambda e: wanted.index(_identity(e, key)),
     )
-    return listed + [e for e in elements if identity(e) not in wanted]
+    return listed + [e for e in elements if _identity(e, key) not in wanted]

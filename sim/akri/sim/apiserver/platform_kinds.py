@@ -13,6 +13,7 @@ from typing import Any
 from akri.sim.apiserver.authz import RBAC_GROUP
 from akri.sim.apiserver.core_kinds import AGE, NAME, path_cell
 from akri.sim.apiserver.resources import Column, ResourceType
+from akri.sim.apiserver.validation.admissionregistration import validating_webhook_configuration
 
 JSON = dict[str, Any]
 
@@ -116,6 +117,7 @@ def platform_kinds() -> list[ResourceType]:
                 Column("Webhooks", "integer", lambda vwc: len(vwc.get("webhooks") or [])),
                 AGE,
             ),
+            validate=validating_webhook_configuration,
             tracks_generation=True,
         ),
     ]  # fmt: skip

@@ -13,6 +13,7 @@ from typing import Any
 
 from akri.sim.apiserver.schema import Structural
 from akri.sim.apiserver.selectors import FieldGetter, field_path
+from akri.sim.apiserver.validation import names
 
 JSON = dict[str, Any]
 
@@ -82,6 +83,8 @@ class ResourceType:
     # What an update (not of a subresource) may change: (field, message) per refused change,
     # given the stored object and the proposed one.
     validate_update: Callable[[JSON, JSON], list[tuple[str, str]]] | None = None
+    # The format of metadata.name (and generateName): its messages, none when valid.
+    name_check: Callable[[str], list[str]] = names.dns1123_subdomain
     tracks_generation: bool = False
     returns_deleted_object: bool = False
     orphan_by_default: bool = False
