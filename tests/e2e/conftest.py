@@ -130,29 +130,15 @@ class Akri:
     def namespace(self) -> str:
         return self.kube.namespace
 
-    async def start(
-        self,
-        *,
-        mode: Mode = Mode.DEVICE_PLUGIN,
-        shared: bool = True,
-        controller: bool = True,
-        kubeconfigs: dict[str, Path] | None = None,
-        agent_extra: dict[str, str] | None = None,
-        controller_extra: dict[str, str] | None = None,
-    ) -> None:
-        """An agent on every node (embedded debugEcho, `shared` devices) and the controller;
-        `kubeconfigs` gives the agents' ("agent") and controller's ("controller") credentials."""
-        own = kubeconfigs or {}
+    async def start(self, *, mode: Mode = Mode.DEVICE_PLUGIN, shared: bool = True) -> None:
+        """An agent on every node (embedded debugEcho, `shared` devices) and the controller."""
         for name, node in self.rig.nodes.items():
             self.agents[name] = programs.agent(
-                node, own.get("agent", self.rig.kubeconfig), self.namespace, self.workdir,
-                mode=mode, shared=shared, extra=agent_extra,
-            )  # fmt: skip
-        if controller:
-            self.controller = programs.controller(
-                own.get("controller", self.rig.kubeconfig), self.namespace, self.workdir,
-                mode=mode, extra=controller_extra,
-            )  # fmt: skip
+                node, self.rig.kubeconfig, self.namespace, self.workdir, mode=mode, shared=shared
+            )
+        self.controller = programs.controller(
+            self.rig.kubeconfig, self.namespace, self.workdir, mode=mode
+        )
         for program in self.programs():
             await program.start()
 
@@ -165,24 +151,31 @@ class Akri:
         await self.kube.apply_configuration(body)
         return name
 
+    async def stop(self) -> None:
+        """Clean up, then stop every program (again and again, when called again)."""
+        try:
+            await self.clean_up()
+        finally:
+            for program in self.programs():
+                await program.stop()
+
     async def clean_up(self) -> None:
-        """Pods first (their slots are then freed), then Configurations, while the programs
-        still run; what they fail to remove in time is removed by force."""
-        for name in await self.kube.pods():
-            await self.kube.delete_pod(name)
-        await eventually(self._no_pods, "the test's pods to be deleted", CLEANUP_DEADLINE_S)
+        """Configurations first (no broker is made again), then every pod, round after round
+        until no pod, Instance, DeviceClass or ResourceSlice of the test is left, while the
+        programs still run; what they fail to remove in time is removed by force."""
         for name in self.configurations:
             await self.kube.delete_configuration(name)
         try:
-            await eventually(self._no_instances, "Instances to go", CLEANUP_DEADLINE_S)
+            await eventually(self._emptied, "the test's objects to go", CLEANUP_DEADLINE_S)
         finally:
             await self._force_remove()
 
-    async def _no_pods(self) -> bool:
-        return not await self.kube.pods()
-
-    async def _no_instances(self) -> bool:
-        return not await self.kube.instances() and not await self._dra_leftovers()
+    async def _emptied(self) -> bool:
+        pods = await self.kube.pods()
+        for name in pods:
+            await self.kube.delete_pod(name)
+        instances = await self.kube.instances()
+        return not pods and not instances and not await self._dra_leftovers()
 
     async def _dra_leftovers(self) -> list[tuple[str, str]]:
         custom = self.kube.custom
@@ -202,8 +195,11 @@ class Akri:
             with contextlib.suppress(ApiException):
                 await custom.patch_namespaced_custom_object(
                     naming.GROUP, naming.VERSION, self.namespace, "instances", name,
-                    [{"op": "replace", "path": "/metadata/finalizers", "value": []}],
+                    {"metadata": {"finalizers": []}},
                 )  # fmt: skip
+                await custom.delete_namespaced_custom_object(
+                    naming.GROUP, naming.VERSION, self.namespace, "instances", name
+                )
         for plural, name in await self._dra_leftovers():
             with contextlib.suppress(ApiException):
                 await custom.delete_cluster_custom_object(DRA_GROUP, DRA_VERSION, plural, name)
@@ -224,9 +220,7 @@ async def akri(configured_rig: rig.Rig) -> AsyncIterator[Akri]:
             yield running
         finally:
             try:
-                await running.clean_up()
+                await running.stop()
             finally:
-                for program in running.programs():
-                    await program.stop()
                 await core.delete_namespace(namespace)
                 shutil.rmtree(workdir, ignore_errors=True)

@@ -83,6 +83,7 @@ class Kube:
 
     def __init__(self, api_client: client.ApiClient, namespace: str) -> None:
         self.namespace = namespace
+        self.api_client = api_client
         self.core = client.CoreV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)
 

@@ -25,6 +25,20 @@ STOP_DEADLINE_S = 30.0
 RECLAIM = {"RECLAIM_GRACE": "2s", "RECLAIM_INTERVAL": "1s"}
 NODE_GRACE = "5s"
 
+HOST_SPECIFIC = (
+    "KUBECONFIG",
+    "DEVICE_PLUGINS_DIR",
+    "POD_RESOURCES_SOCKET",
+    "DISCOVERY_HANDLERS_DIRECTORY",
+    "PLUGINS_REGISTRY_DIR",
+    "KUBELET_PLUGINS_DIR",
+    "CDI_DIR",
+    "DEBUG_ECHO_AVAILABILITY_FILE",
+    "METRICS_PORT",
+)
+"""The agent's variables that name this host's paths and ports: the rig's, whatever a chart
+says (its DaemonSet names the kubelet's standard paths)."""
+
 _SETTINGS = {
     name.upper() for name in (*AgentSettings.model_fields, *ControllerSettings.model_fields)
 }
@@ -87,7 +101,6 @@ def agent(
     *,
     mode: Mode,
     shared: bool,
-    extra: Mapping[str, str] | None = None,
 ) -> Program:
     """`akri-agent` on `node` with an embedded debugEcho, following `namespace` only."""
     own = workdir / node.name
@@ -109,7 +122,6 @@ def agent(
         "METRICS_PORT": "0",
         "LOG_FORMAT": "text",
         **RECLAIM,
-        **(extra or {}),
     }
     return Program("akri-agent", variables, workdir / f"agent-{node.name}.log")
 
@@ -137,6 +149,5 @@ def controller(
         "NODE_GRACE": NODE_GRACE,
         "METRICS_PORT": "0",
         "LOG_FORMAT": "text",
-        **(extra or {}),
     }
     return Program("akri-controller", variables, workdir / "controller.log")

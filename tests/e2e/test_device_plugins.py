@@ -140,8 +140,8 @@ async def test_capacity_reached_leaves_a_pod_pending_until_a_slot_is_freed(
     cfg = await akri.apply(configuration(new_name("cap"), unique=unique))
     await discovered(akri, cfg, shared=shared)
     node = None if shared else NODE_A
-    offered = 2 if unique else 4
-    await allocatable_is(akri, {(n, cfg): offered for n in (NODES if shared else [NODE_A])})
+    nodes = NODES if shared else [NODE_A]
+    await allocatable_is(akri, {(n, cfg): 2 if unique else 4 for n in nodes})
 
     first = [f"p{i}" for i in range(4)]
     for name in first:
@@ -150,7 +150,7 @@ async def test_capacity_reached_leaves_a_pod_pending_until_a_slot_is_freed(
     await accounted(akri, cfg, 4)
     # Every node now offers exactly the slots it holds: nothing is left for a fifth pod.
     held = await recorded(akri, cfg)
-    await allocatable_is(akri, {(n, cfg): sum(h[0] == n for h in held) for n in NODES})
+    await allocatable_is(akri, {(n, cfg): sum(h[0] == n for h in held) for n in nodes})
     await akri.kube.create_pod(pod("p4", cfg, node=node))
     await stays_pending(akri, "p4")
     await accounted(akri, cfg, 4)
@@ -191,9 +191,17 @@ async def test_an_agent_killed_and_restarted_keeps_every_slot(akri: Akri) -> Non
     await accounted(akri, cfg, 1)
     kept = await akri.kube.holders()
 
+    offered = 3  # the virtual device node-a holds, and one for each device with a free slot
+    await allocatable_is(akri, {(NODE_A, cfg): offered})
+
     agent = akri.agents[NODE_A]
     await agent.kill()
+    # A pod admitted while no plugin serves fails admission (the device-plugin API's way):
+    # the new agent starts once the kubelet saw the old one's plugins go, and the pod is
+    # created once it offers them again.
+    await allocatable_is(akri, {(NODE_A, cfg): 0})
     await agent.start()
+    await allocatable_is(akri, {(NODE_A, cfg): offered})
     await akri.kube.create_pod(pod("after", cfg, node=NODE_A))
     await all_running(akri, ["before", "after"])
     await accounted(akri, cfg, 2)
