@@ -160,7 +160,7 @@ class Akri:
                 await program.stop()
 
     async def clean_up(self) -> None:
-        """Configurations first (no broker is made again), then every pod, round after round
+        """Configurations first (no broker is made again), then the pods, round after round
         until no pod, Instance, DeviceClass or ResourceSlice of the test is left, while the
         programs still run; what they fail to remove in time is removed by force."""
         for name in self.configurations:
@@ -171,7 +171,7 @@ class Akri:
             await self._force_remove()
 
     async def _emptied(self) -> bool:
-        pods = await self.kube.pods()
+        pods = [n for n, p in (await self.kube.pods()).items() if _ours(p)]
         for name in pods:
             await self.kube.delete_pod(name)
         instances = await self.kube.instances()
@@ -195,7 +195,8 @@ class Akri:
             with contextlib.suppress(ApiException):
                 await custom.patch_namespaced_custom_object(
                     naming.GROUP, naming.VERSION, self.namespace, "instances", name,
-                    {"metadata": {"finalizers": []}},
+                    {"metadata": {"finalizers": None}},
+                    _content_type="application/merge-patch+json",
                 )  # fmt: skip
                 await custom.delete_namespaced_custom_object(
                     naming.GROUP, naming.VERSION, self.namespace, "instances", name
@@ -203,6 +204,13 @@ class Akri:
         for plural, name in await self._dra_leftovers():
             with contextlib.suppress(ApiException):
                 await custom.delete_cluster_custom_object(DRA_GROUP, DRA_VERSION, plural, name)
+
+
+def _ours(pod: client.V1Pod) -> bool:
+    """A pod the test or the controller made (a broker), not one of a chart's workloads (their
+    controllers would only make it again; they go with the namespace)."""
+    owners = pod.metadata.owner_references or []
+    return all(o.api_version.startswith(f"{naming.GROUP}/") for o in owners)
 
 
 @pytest.fixture

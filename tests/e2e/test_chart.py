@@ -157,10 +157,9 @@ async def test_the_programs_do_their_work_with_the_charts_service_accounts(akri:
                 lambda: ca_bundle(akri, f"{RELEASE}-configurations"), "the caBundle", DEADLINE_S
             )
         finally:
-            # The release first, while the programs run: its Configuration goes with it, and
-            # its workloads no longer make pods the clean-up would have to chase.
-            uninstalled = await helm("uninstall", RELEASE, ns)
+            # Cleaned up while the chart's roles still hold, then the release uninstalled.
             await akri.stop()
+            uninstalled = await helm("uninstall", RELEASE, ns)
     assert "ok" in uninstalled, uninstalled
     for program in akri.programs():
         refused = [line for line in program.log.read_text().splitlines() if REFUSED.search(line)]

@@ -5,6 +5,7 @@ the Instances' deviceUsage and the kubelets' PodResources, never from our logs."
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -160,47 +161,42 @@ async def test_capacity_reached_leaves_a_pod_pending_until_a_slot_is_freed(
     await accounted(akri, cfg, 4)
 
 
-async def test_a_kubelet_restart_keeps_the_slots_and_the_plugins_register_again(
-    akri: Akri,
-) -> None:
-    await akri.start(shared=True)
-    cfg = await akri.apply(configuration(new_name("kr")))
-    await discovered(akri, cfg, shared=True)
-    await allocatable_is(akri, {(NODE_A, cfg): 2})
-    await akri.kube.create_pod(pod("before", cfg, node=NODE_A))
-    await all_running(akri, ["before"])
-    await accounted(akri, cfg, 1)
-    kept = await akri.kube.holders()
-
+async def restart_kubelet(akri: Akri, cfg: str) -> None:
     await akri.rig.restart_kubelet(NODE_A)
     await eventually(lambda: akri.kube.ready(NODE_A), "node-a Ready again", DEADLINE_S)
-    # Admitting a new pod needs the agent's plugins registered with the new kubelet.
-    await akri.kube.create_pod(pod("after", cfg, node=NODE_A))
-    await all_running(akri, ["before", "after"])
-    await accounted(akri, cfg, 2)
-    assert kept.items() <= (await akri.kube.holders()).items()
 
 
-async def test_an_agent_killed_and_restarted_keeps_every_slot(akri: Akri) -> None:
-    await akri.start(shared=True)
-    cfg = await akri.apply(configuration(new_name("kill")))
-    await discovered(akri, cfg, shared=True)
-    await allocatable_is(akri, {(NODE_A, cfg): 2})
-    await akri.kube.create_pod(pod("before", cfg, node=NODE_A))
-    await all_running(akri, ["before"])
-    await accounted(akri, cfg, 1)
-    kept = await akri.kube.holders()
-
-    offered = 3  # the virtual device node-a holds, and one for each device with a free slot
-    await allocatable_is(akri, {(NODE_A, cfg): offered})
-
+async def kill_and_restart_agent(akri: Akri, cfg: str) -> None:
     agent = akri.agents[NODE_A]
     await agent.kill()
     # A pod admitted while no plugin serves fails admission (the device-plugin API's way):
-    # the new agent starts once the kubelet saw the old one's plugins go, and the pod is
-    # created once it offers them again.
+    # the new agent starts once the kubelet saw the old one's plugins go.
     await allocatable_is(akri, {(NODE_A, cfg): 0})
     await agent.start()
+
+
+@pytest.mark.parametrize(
+    "disruption",
+    [restart_kubelet, kill_and_restart_agent],
+    ids=["kubelet-restart", "agent-kill-9"],
+)
+async def test_slots_are_kept_and_plugins_serve_again_after(
+    akri: Akri, disruption: Callable[[Akri, str], Awaitable[None]]
+) -> None:
+    """A running pod keeps its slot, and a new pod is admitted through the plugins the
+    agent registers again (with the new kubelet, or as a new agent)."""
+    await akri.start(shared=True)
+    cfg = await akri.apply(configuration(new_name("dis")))
+    await discovered(akri, cfg, shared=True)
+    await allocatable_is(akri, {(NODE_A, cfg): 2})
+    await akri.kube.create_pod(pod("before", cfg, node=NODE_A))
+    await all_running(akri, ["before"])
+    await accounted(akri, cfg, 1)
+    kept = await akri.kube.holders()
+    offered = 3  # the virtual device node-a holds, and one for each device with a free slot
+    await allocatable_is(akri, {(NODE_A, cfg): offered})
+
+    await disruption(akri, cfg)
     await allocatable_is(akri, {(NODE_A, cfg): offered})
     await akri.kube.create_pod(pod("after", cfg, node=NODE_A))
     await all_running(akri, ["before", "after"])
