@@ -37,6 +37,7 @@ PROBLEM = rig.problem()
 HERE = Path(__file__).parent
 CLEANUP_DEADLINE_S = 90.0
 CRD_DEADLINE_S = 60.0
+MERGE_PATCH: dict[str, Any] = {"_content_type": "application/merge-patch+json"}
 _not_run: list[pytest.Item] = []
 
 
@@ -195,8 +196,7 @@ class Akri:
             with contextlib.suppress(ApiException):
                 await custom.patch_namespaced_custom_object(
                     naming.GROUP, naming.VERSION, self.namespace, "instances", name,
-                    {"metadata": {"finalizers": None}},
-                    _content_type="application/merge-patch+json",
+                    {"metadata": {"finalizers": None}}, **MERGE_PATCH,
                 )  # fmt: skip
                 await custom.delete_namespaced_custom_object(
                     naming.GROUP, naming.VERSION, self.namespace, "instances", name
