@@ -59,3 +59,13 @@ needs_pod_network = pytest.mark.skipif(
     reason="needs root and " + ", ".join(TOOLS),
 )
 """The simulated cluster's pods get networks of their own only as root, with these tools."""
+
+
+def selected_nodes(device: dict[str, Any]) -> list[str]:
+    """The nodes a shared DRA device's node selector names: one term, one requirement on the
+    `kubernetes.io/hostname` label (the only form a real cluster allocates for several nodes)."""
+    (term,) = device["nodeSelector"]["nodeSelectorTerms"]
+    assert "matchFields" not in term
+    (requirement,) = term["matchExpressions"]
+    assert (requirement["key"], requirement["operator"]) == ("kubernetes.io/hostname", "In")
+    return list(requirement["values"])

@@ -190,6 +190,14 @@ async def ready_node(api: client.ApiClient, name: str) -> None:
     await core.patch_node_status(name, {"status": status})
 
 
+async def shared_slices(api: client.ApiClient) -> list[dict[str, Any]]:
+    """The ResourceSlices of shared pools (per-device node selection)."""
+    listed = await client.CustomObjectsApi(api).list_cluster_custom_object(
+        "resource.k8s.io", "v1", "resourceslices"
+    )
+    return [s for s in listed["items"] if s["spec"].get("perDeviceNodeSelection")]
+
+
 class Writes:
     """Counts one client's writes (any method but GET) by method and path."""
 

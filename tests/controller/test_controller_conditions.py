@@ -106,3 +106,31 @@ def test_without_any_row_left_ready_is_unknown() -> None:
     assert status["nodes"] == []
     (ready,) = status["conditions"]
     assert (ready["status"], ready["reason"]) == ("Unknown", "NoNodes")
+
+
+def test_a_refusal_sets_controller_write_refused_and_its_end_clears_it() -> None:
+    def refused(stored: Mapping[str, Any] | None, message: str | None) -> dict[str, Any] | None:
+        return updated_status(
+            stored,
+            instance_count=0,
+            outcome=None,
+            live=lambda _: True,
+            generation=3,
+            now=T0,
+            refused=message,
+        )
+
+    assert refused({"instanceCount": 0}, None) is None  # never refused: no condition at all
+    status = refused({"instanceCount": 0}, "API error 422: slice is invalid")
+    assert status is not None
+    (condition,) = status["conditions"]
+    assert condition["type"] == "ControllerWriteRefused"
+    assert (condition["status"], condition["reason"]) == ("True", "Refused")
+    assert condition["message"] == "API error 422: slice is invalid"
+    assert condition["observedGeneration"] == 3
+    assert refused(status, "API error 422: slice is invalid") is None
+    cleared = refused(status, None)
+    assert cleared is not None
+    (condition,) = cleared["conditions"]
+    assert (condition["status"], condition["reason"]) == ("False", "Accepted")
+    assert refused(cleared, None) is None

@@ -138,6 +138,67 @@ def test_devices_reach_only_their_nodes() -> None:
     assert candidates(shared_slices(True), node("x")) == []
 
 
+def hostname_term(*nodes: str) -> JSON:
+    return {"key": "kubernetes.io/hostname", "operator": "In", "values": list(nodes)}
+
+
+def test_shared_device_seen_by_one_node_is_allocated_there_only() -> None:
+    devices = instance_devices(
+        instance("cfg-a", ["m"]), handler="h", unique=True, per_device_nodes=True
+    ).devices
+    slices = plan(Pool(shared_pool_name("cfg"), None, devices), []).creates
+    assert candidates(slices, node("n")) == []
+    allocation = allocate(claim(1), classes(), candidates(slices, node("m")), InUse())
+    assert allocation is not None
+    assert allocation.node_selector == {
+        "nodeSelectorTerms": [{"matchExpressions": [hostname_term("m")]}]
+    }
+
+
+def test_an_allocation_of_several_devices_is_where_all_of_them_are() -> None:
+    """createNodeSelector: the requirements of every device's one term, ANDed in one term,
+    each once; a node-local device pins the allocation to its node."""
+    devices = []
+    for name, nodes in (("cfg-a", ["m", "n"]), ("cfg-b", ["n", "o"]), ("cfg-c", ["m", "n"])):
+        devices += instance_devices(
+            instance(name, nodes), handler="h", unique=True, per_device_nodes=True
+        ).devices
+    slices = plan(Pool(shared_pool_name("cfg"), None, devices), []).creates
+    allocation = allocate(claim(3), classes(), candidates(slices, node("n")), InUse())
+    assert allocation is not None
+    assert allocation.node_selector == {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [hostname_term("m", "n"), hostname_term("n", "o")]}
+        ]
+    }
+    local = instance_devices(
+        instance("cfg-l", ["n"]), handler="h", unique=True, per_device_nodes=False
+    ).devices
+    slices += plan(Pool(local_pool_name("cfg", "n"), "n", local), []).creates
+    pinned = allocate(claim(4), classes(), candidates(slices, node("n")), InUse())
+    assert pinned is not None
+    assert pinned.node_selector == {
+        "nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n"]}]}
+        ]
+    }
+
+
+def test_a_device_selector_of_several_terms_cannot_be_allocated() -> None:
+    """What a real 1.36 scheduler answers for such a device (the API server accepts it): the
+    pod stays Pending with "unsupported ResourceSlice.NodeSelector with 2 terms"."""
+    (slice_,) = shared_slices(unique=True)
+    terms = [{"matchExpressions": [hostname_term(n)]} for n in ("m", "n")]
+    for device in slice_["spec"]["devices"]:
+        device["nodeSelector"] = {"nodeSelectorTerms": terms}
+    reached = candidates([slice_], node("n"))
+    assert reached  # either term reaches the node: terms are ORed
+    with pytest.raises(
+        AllocationError, match=r"unsupported ResourceSlice\.NodeSelector with 2 terms"
+    ):
+        allocate(claim(1), classes(), reached, InUse())
+
+
 def test_incomplete_or_outdated_pools_are_not_used() -> None:
     slices = shared_slices(unique=True)
     incomplete = [

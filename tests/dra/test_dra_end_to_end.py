@@ -16,7 +16,7 @@ from akri.dra.devices import instance_selector
 from akri.dra.mode import Mode
 from akri.sim.cluster import Cluster
 from tests.sim.users import User
-from tests.support import eventually
+from tests.support import eventually, selected_nodes
 
 CFG = "cfg"
 GROUP, VERSION = "resource.k8s.io", "v1"
@@ -67,10 +67,7 @@ async def published(cluster: Cluster) -> bool:
     api = client.CustomObjectsApi(cluster.api_client())
     slices = (await api.list_cluster_custom_object(GROUP, VERSION, "resourceslices"))["items"]
     devices = [d for s in slices for d in s["spec"]["devices"]]
-    return len(devices) >= 2 and all(
-        len(d["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"]) == 2
-        for d in devices
-    )
+    return len(devices) >= 2 and all(len(selected_nodes(d)) == 2 for d in devices)
 
 
 @pytest.mark.parametrize(("unique", "fits"), [(True, 2), (False, 2)])

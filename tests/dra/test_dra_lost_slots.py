@@ -30,7 +30,7 @@ from akri.sim.soak.user import MERGE_PATCH
 from tests.dra.test_dra_end_to_end import GROUP, VERSION, claim_pod, instance_claim
 from tests.sim.test_lost_slots import CFG, DEVICE, FAST, configuration, nodes_are
 from tests.sim.users import User
-from tests.support import eventually
+from tests.support import eventually, selected_nodes
 
 
 @pytest.fixture
@@ -53,9 +53,7 @@ async def published_for(cluster: Cluster, nodes: list[str]) -> bool:
     devices = [d for s in slices for d in s["spec"]["devices"] if d["name"] == DEVICE]
     if not nodes:
         return not devices
-    return len(devices) == 1 and sorted(
-        devices[0]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"]
-    ) == sorted(nodes)
+    return len(devices) == 1 and sorted(selected_nodes(devices[0])) == sorted(nodes)
 
 
 async def make_claim(cluster: Cluster, name: str) -> None:

@@ -21,7 +21,7 @@ from akri.sim.cluster import Cluster
 from akri.sim.manifests import debug_echo_configuration, pod
 from tests.dra.test_dra_end_to_end import GROUP, VERSION, _has, claims
 from tests.sim.users import User
-from tests.support import eventually
+from tests.support import eventually, selected_nodes
 
 CFG = "cfg"
 DEVICE = naming.instance_name(CFG, "foo0")
@@ -53,7 +53,7 @@ def published_as(cluster: Cluster, nodes: list[str], tainted: bool) -> Any:
         found = await device(cluster)
         if found is None:
             return False
-        selected = found["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"]
+        selected = selected_nodes(found)
         taints = [(t["key"], t["effect"]) for t in found.get("taints") or []]
         return sorted(selected) == nodes and taints == (
             [(OFFLINE_TAINT, "NoSchedule")] if tainted else []

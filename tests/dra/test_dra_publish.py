@@ -16,7 +16,7 @@ from akri.controller.context import Tuning
 from akri.dra.mode import Mode
 from akri.sim.cluster import Cluster
 from tests.sim.users import User
-from tests.support import eventually
+from tests.support import eventually, selected_nodes
 
 CFG = "cfg"
 A = naming.instance_name(CFG, "foo0")
@@ -72,10 +72,7 @@ async def test_shared_devices_are_published_once_with_their_nodes(cluster: Clust
 
     async def both_nodes() -> dict[str, Any] | None:
         pool = (await devices_by_pool(cluster)).get(f"{CFG}/shared", {})
-        nodes = [
-            d["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"]
-            for d in pool.values()
-        ]
+        nodes = [selected_nodes(d) for d in pool.values()]
         return pool if nodes == [["m", "n"], ["m", "n"]] else None
 
     pool = await eventually(both_nodes, "both devices visible from both nodes")
@@ -105,7 +102,7 @@ async def test_shared_devices_are_published_once_with_their_nodes(cluster: Clust
         device = pool.get(A)
         if device is None:
             return False
-        values = device["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"]
+        values = selected_nodes(device)
         return bool(values == ["m"])
 
     await eventually(only_m, "foo0 selected on m only")

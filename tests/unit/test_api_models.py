@@ -202,6 +202,7 @@ def test_condition_types_are_the_names_the_components_share() -> None:
         "InvalidConfiguration",
         "PluginUnavailable",
         "WriteRefused",
+        "ControllerWriteRefused",
     }
     assert ConfigurationStatus().conditions == []
 

@@ -21,6 +21,7 @@ from akri.dra.devices import (
     property_attribute_problem,
     published_devices,
 )
+from tests.support import selected_nodes
 
 
 def instance(
@@ -83,15 +84,35 @@ def test_non_unique_devices_give_one_single_allocation_device_per_slot() -> None
 
 @pytest.mark.parametrize("unique", [True, False])
 def test_shared_pool_devices_select_the_instance_nodes(unique: bool) -> None:
+    """By the hostname label, in one term: kube-apiserver refuses a `metadata.name` field
+    requirement with two values (422), and the scheduler allocates nothing from a device
+    whose selector has two terms (both seen on a real 1.36 cluster)."""
     devices = instance_devices(
-        instance(nodes=("m", "n")), handler="h", unique=unique, per_device_nodes=True
+        instance(nodes=("n", "m")), handler="h", unique=unique, per_device_nodes=True
     ).devices
+    assert devices
     for device in devices:
         assert device["nodeSelector"] == {
             "nodeSelectorTerms": [
-                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["m", "n"]}]}
+                {
+                    "matchExpressions": [
+                        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["m", "n"]}
+                    ]
+                }
             ]
         }
+
+
+def test_shared_pool_devices_select_nodes_by_their_hostname_label() -> None:
+    """A node whose kubelet was given another hostname is selected by that label."""
+    (device,) = instance_devices(
+        instance(nodes=("m", "n")),
+        handler="h",
+        unique=True,
+        per_device_nodes=True,
+        hostnames={"n": "n.example.com"},
+    ).devices
+    assert selected_nodes(device) == ["m", "n.example.com"]
 
 
 def test_shared_instance_seen_by_no_node_has_no_device() -> None:
@@ -110,10 +131,6 @@ def reported_offline(found: Instance, *nodes: str) -> Instance:
     rows = [{"node": n, "problems": [{"type": "DeviceOffline", "message": "m"}]} for n in nodes]
     rows.append({"node": "x", "problems": [{"type": "PluginUnavailable", "message": "m"}]})
     return Instance.from_wire({**found.to_wire(), "status": {"nodes": rows}})
-
-
-def selected_nodes(device: dict[str, Any]) -> list[str]:
-    return list(device["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"])
 
 
 CONFIGURATION = Configuration.from_wire(

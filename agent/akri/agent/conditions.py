@@ -25,6 +25,7 @@ from akri.api import (
     InstanceStatus,
 )
 from akri.node_reports import aggregated, with_problems
+from akri.refusal_codes import REFUSALS
 
 DISCOVERY_PROBLEMS = (
     ConditionType.HANDLER_UNAVAILABLE,
@@ -42,11 +43,6 @@ a valid spec, perhaps the last one, while the stored one is invalid)."""
 
 
 S = TypeVar("S", ConfigurationStatus, InstanceStatus)
-
-
-REFUSALS = frozenset({400, 401, 403, 413, 422})
-"""API answers that refuse a write as it is: retrying cannot help until someone changes
-something (RBAC, a webhook, a quota, the object itself)."""
 
 
 def write_refusal(status: int | None, message: str) -> str | None:

@@ -1,5 +1,5 @@
 """The parts of a Configuration's status the controller owns: instanceCount, InvalidBrokerSpec,
-and withdrawing the rows of nodes that are gone.
+ControllerWriteRefused, and withdrawing the rows of nodes that are gone.
 
 Agents write their own rows of `nodes` and the conditions computed from them; each writer
 changes only its own fields (guarded, on the status subresource), so neither undoes the other.
@@ -19,6 +19,7 @@ from akri.api import NODE_PROBLEMS, Condition, ConditionType, ConfigurationStatu
 from akri.node_reports import aggregated, withdrawn
 
 REJECTED = "Rejected"
+REFUSED = "Refused"
 ACCEPTED = "Accepted"
 MAX_MESSAGE = 32768
 
@@ -39,12 +40,15 @@ def updated_status(
     live: Callable[[str], bool],
     generation: int | None,
     now: datetime,
+    refused: str | None = None,
 ) -> dict[str, Any] | None:
     """`stored` with the controller's fields brought up to date; None when nothing changes.
 
-    Without an outcome (no broker attempted since this controller started) the condition is
-    left as it is; a problem sets it True; success clears a condition that is set. Rows of
-    nodes that are not `live` are withdrawn.
+    Without an outcome (no broker attempted since this controller started) InvalidBrokerSpec
+    is left as it is; a problem sets it True; success clears a condition that is set.
+    ControllerWriteRefused is True while the API `refused` one of the controller's writes for
+    this Configuration, and cleared when none is refused any more. Rows of nodes that are not
+    `live` are withdrawn.
     """
     status = ConfigurationStatus.model_validate(dict(stored or {}))
     conditions = list(status.conditions)
@@ -53,19 +57,23 @@ def updated_status(
         conditions = aggregated(
             conditions, rows, NODE_PROBLEMS, ready=True, generation=generation, now=now
         )
-    current = status.condition(ConditionType.INVALID_BROKER_SPEC)
-    if outcome is not None and (outcome.problem is not None or current is not None):
-        bad = outcome.problem is not None
-        new = Condition(
-            type=ConditionType.INVALID_BROKER_SPEC,
-            status="True" if bad else "False",
-            reason=REJECTED if bad else ACCEPTED,
-            message=(outcome.problem or "brokers are created")[:MAX_MESSAGE],
-            last_transition_time=now,
-            observed_generation=outcome.generation,
+    if outcome is not None:
+        conditions = _problem_condition(
+            conditions,
+            ConditionType.INVALID_BROKER_SPEC,
+            outcome.problem,
+            (REJECTED, ACCEPTED, "brokers are created"),
+            outcome.generation,
+            now,
         )
-        if not _same(current, new):
-            conditions = set_condition(conditions, new)
+    conditions = _problem_condition(
+        conditions,
+        ConditionType.CONTROLLER_WRITE_REFUSED,
+        refused,
+        (REFUSED, ACCEPTED, "the API accepts the controller's writes"),
+        generation,
+        now,
+    )
     if (conditions, rows, instance_count) == (
         status.conditions,
         status.nodes,
@@ -77,6 +85,32 @@ def updated_status(
     ).model_dump(mode="json", by_alias=True, exclude_none=True)
     kept = {**(stored or {}), "instanceCount": instance_count, "conditions": wire["conditions"]}
     return {**kept, "nodes": wire["nodes"]} if rows or "nodes" in kept else kept
+
+
+def _problem_condition(
+    conditions: list[Condition],
+    kind: ConditionType,
+    problem: str | None,
+    wording: tuple[str, str, str],
+    generation: int | None,
+    now: datetime,
+) -> list[Condition]:
+    """`conditions` with `kind` True while there is a `problem`, False once it is gone (a
+    condition never set stays absent); `wording` is the reasons when bad and good, and the
+    message when good."""
+    current = next((c for c in conditions if c.type == kind), None)
+    if problem is None and current is None:
+        return conditions
+    bad_reason, good_reason, good_message = wording
+    new = Condition(
+        type=kind,
+        status="True" if problem is not None else "False",
+        reason=bad_reason if problem is not None else good_reason,
+        message=(problem or good_message)[:MAX_MESSAGE],
+        last_transition_time=now,
+        observed_generation=generation,
+    )
+    return conditions if _same(current, new) else set_condition(conditions, new)
 
 
 def _same(current: Condition | None, new: Condition) -> bool:

@@ -1,9 +1,9 @@
 """Reconcile one Configuration: its `<configuration>-svc` and the status fields the controller owns.
 
 The Service exists while any broker of the Configuration runs. The status (instanceCount,
-InvalidBrokerSpec, the withdrawal of gone nodes' rows) is written with a guarded update of the
-status subresource, only when it changes; a new broker problem, or its resolution, is also
-recorded as an Event.
+InvalidBrokerSpec, ControllerWriteRefused, the withdrawal of gone nodes' rows) is written with a
+guarded update of the status subresource, only when it changes; a new broker problem or write
+refusal, or its resolution, is also recorded as an Event.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from akri.api import Configuration, ConfigurationStatus
 from akri.controller.brokers import COMPONENT
 from akri.controller.builders import BrokerSpecError, configuration_service, is_running
 from akri.controller.conditions import updated_status
-from akri.controller.context import CONFIGURATION, Context
+from akri.controller.context import CONFIGURATION, Context, WorkKey
+from akri.controller.refusals import ConfigurationKey
 from akri.controller.services import apply_service
 from akri.kube.calls import error_message
 from akri.kube.events import record_event
@@ -34,6 +35,7 @@ async def reconcile_configuration(ctx: Context, namespace: str, name: str) -> No
     obj = ctx.caches.configurations.get(namespace, name)
     if obj is None:
         ctx.outcomes.pop((namespace, name), None)
+        ctx.refusals.forget((namespace, name))
         return
     configuration = Configuration.from_wire(obj)
     key = (namespace, name)
@@ -64,6 +66,7 @@ async def _write_status(ctx: Context, configuration: Configuration, obj: dict[st
     key = (namespace, name)
     count = len(ctx.caches.instances.by(CONFIGURATION, key))
     outcome = ctx.outcomes.get(key)
+    refused = ctx.refusals.message(key)
     now = datetime.now(UTC)
     generation = configuration.metadata.generation
     gone = await _gone_nodes(ctx, configuration)
@@ -76,6 +79,7 @@ async def _write_status(ctx: Context, configuration: Configuration, obj: dict[st
             live=lambda node: node not in gone,
             generation=generation,
             now=now,
+            refused=refused,
         )
 
     if update(obj.get("status")) is None:
@@ -100,6 +104,26 @@ async def _write_status(ctx: Context, configuration: Configuration, obj: dict[st
             await _event(ctx, stored, "InvalidBrokerSpec", outcome.problem, warning=True)
         else:
             await _event(ctx, stored, "BrokerSpecAccepted", "brokers are created again")
+
+
+async def note_refusal(
+    ctx: Context, key: WorkKey, configuration: ConfigurationKey | None, refusal: str | None
+) -> None:
+    """Record that the API refuses `key`'s work for `configuration` (`refusal`, its message)
+    or no longer does (None). A change is an Event on the Configuration at once, and its
+    ControllerWriteRefused condition with the next reconcile of it, queued here."""
+    if refusal is None:
+        configuration = ctx.refusals.configuration_of(key)
+    if not ctx.refusals.note(key, configuration, refusal) or configuration is None:
+        return
+    obj = ctx.caches.configurations.get(*configuration)
+    if obj is None:
+        return
+    ctx.queue.add((CONFIGURATION, *configuration))
+    if refusal is not None:
+        await _event(ctx, obj, "WriteRefused", refusal, warning=True)
+    else:
+        await _event(ctx, obj, "WriteAccepted", "the API accepts the controller's writes again")
 
 
 async def _gone_nodes(ctx: Context, configuration: Configuration) -> set[str]:

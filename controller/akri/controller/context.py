@@ -15,6 +15,7 @@ from akri.api import Configuration, Instance
 from akri.controller.cache import Cache, OnChange
 from akri.controller.conditions import BrokerOutcome
 from akri.controller.nodes import NodeWatch
+from akri.controller.refusals import Refusals
 from akri.controller.retries import Retries
 from akri.controller.workqueue import WorkQueue
 from akri.dra.devices import allocation_results
@@ -196,6 +197,8 @@ class Context:
     """Latest broker creation outcome per Configuration (namespace, name)."""
     dra: bool = False
     """DRA mode (resolved at start): brokers get their slots through claims."""
+    refusals: Refusals[WorkKey] = field(default_factory=Refusals)
+    """The work whose writes the API refuses now, by Configuration (ControllerWriteRefused)."""
 
     @functools.cached_property
     def core(self) -> client.CoreV1Api:

@@ -19,7 +19,7 @@ from akri import naming
 from akri.backoff import Backoff
 from akri.controller import metrics
 from akri.controller.brokers import reconcile_instance
-from akri.controller.configurations import reconcile_configuration
+from akri.controller.configurations import note_refusal, reconcile_configuration
 from akri.controller.context import (
     CONFIGURATION,
     INSTANCE,
@@ -39,6 +39,7 @@ from akri.controller.retries import Retries
 from akri.controller.workqueue import WorkQueue
 from akri.dra.mode import Mode, resolve
 from akri.dra.slices import shared_pool_configuration
+from akri.kube.calls import describe, is_refusal
 from akri.kube.reflector import EventType, Key, Object, object_key
 
 log = logging.getLogger(__name__)
@@ -119,8 +120,13 @@ class Controller:
                 await dra.sweep()
                 return
             except (ApiException, OSError, TimeoutError) as error:
+                if is_refusal(error):  # no retry cures it; reconciles report what matters
+                    log.warning("DRA leftovers not swept: %s", describe(error))
+                    return
                 delay = backoff.next_delay()
-                log.warning("sweeping DRA leftovers failed: %s; retry in %.1fs", error, delay)
+                log.warning(
+                    "sweeping DRA leftovers failed: %s; retry in %.1fs", describe(error), delay
+                )
                 await asyncio.sleep(delay)
 
     # --- events -> keys -----------------------------------------------------------------
@@ -181,6 +187,15 @@ class Controller:
     async def _on_node(self, _kind: EventType, obj: Object) -> None:
         self.queue.add((NODE, "", obj["metadata"]["name"]))
 
+    def _configuration_of(self, key: WorkKey) -> tuple[str, str] | None:
+        """The Configuration a key's work is for; None for a node's (it spans several)."""
+        kind, namespace, name = key
+        if kind == CONFIGURATION:
+            return namespace, name
+        instance = self.caches.instances.get(namespace, name) if kind == INSTANCE else None
+        configuration = ((instance or {}).get("spec") or {}).get("configurationName")
+        return None if configuration is None else (namespace, str(configuration))
+
     # --- keys -> reconciles -------------------------------------------------------------
 
     async def _work(self) -> None:
@@ -208,13 +223,18 @@ class Controller:
             # API trouble and malformed objects are expected; anything else is a bug: traceback.
             delay = self._failures.failed(key)
             if isinstance(error, ApiException | OSError | TimeoutError | ValidationError):
-                log.warning("reconcile of %s %s/%s failed: %s; retry in %.1fs", *key, error, delay)
+                log.warning(
+                    "reconcile of %s %s/%s failed: %s; retry in %.1fs", *key, describe(error), delay
+                )
             else:
                 log.exception("reconcile of %s %s/%s failed; retry in %.1fs", *key, delay)
             metrics.RECONCILES.labels(kind, "error").inc()
             self.queue.add_after(key, delay)
+            if is_refusal(error):
+                await note_refusal(self.context, key, self._configuration_of(key), describe(error))
         else:
             self._failures.succeeded(key)
             metrics.RECONCILES.labels(kind, "ok").inc()
+            await note_refusal(self.context, key, None, None)
         finally:
             metrics.RECONCILE_SECONDS.labels(kind).observe(loop.time() - started)

@@ -21,6 +21,7 @@ from akri import naming
 from akri.api import Configuration, Instance
 from akri.controller.context import CONFIGURATION, POOL, Caches
 from akri.dra.devices import (
+    HOSTNAME_LABEL,
     allocated_devices,
     device_class,
     device_class_name,
@@ -60,12 +61,26 @@ class DraPublisher:
             if not instance.spec.shared:
                 continue
             mapped = published_devices(
-                instance, configuration, per_device_nodes=True, allocated=allocated
+                instance,
+                configuration,
+                per_device_nodes=True,
+                allocated=allocated,
+                hostnames=self._hostnames(instance.spec.nodes),
             )
             for problem in mapped.skipped:
                 self._warn(f"Instance {namespace}/{instance.metadata.name}: attribute {problem}")
             devices.extend(mapped.devices)
         return Pool(pool, None, devices, _labels(name))
+
+    def _hostnames(self, nodes: list[str]) -> dict[str, str]:
+        """The `kubernetes.io/hostname` label of each of `nodes` the Node cache knows."""
+        found = {}
+        for node in nodes:
+            obj = self._caches.nodes.get("", node)
+            label = ((obj or {}).get("metadata", {}).get("labels") or {}).get(HOSTNAME_LABEL)
+            if label:
+                found[node] = str(label)
+        return found
 
     async def reconcile(self, namespace: str, name: str) -> None:
         obj = self._caches.configurations.get(namespace, name)

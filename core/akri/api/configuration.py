@@ -37,6 +37,7 @@ class ConditionType(StrEnum):
     INVALID_CONFIGURATION = "InvalidConfiguration"
     PLUGIN_UNAVAILABLE = "PluginUnavailable"
     WRITE_REFUSED = "WriteRefused"
+    CONTROLLER_WRITE_REFUSED = "ControllerWriteRefused"
 
 
 NODE_PROBLEMS: tuple[str, ...] = (

@@ -14,7 +14,7 @@ at most 64 characters, at most 32 attributes and capacities per device.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,8 @@ ATTRIBUTE_INSTANCE = "instance"
 MAX_ID_LENGTH = 32  # resourceapi.DeviceMaxIDLength
 MAX_VALUE_LENGTH = 64  # resourceapi.DeviceAttributeMaxValueLength
 MAX_ATTRIBUTES_AND_CAPACITIES = 32  # resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+"""The node label the kubelet sets to its hostname, which shared devices select nodes by."""
 
 _C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OWN_ATTRIBUTES = (ATTRIBUTE_CONFIGURATION, ATTRIBUTE_HANDLER, ATTRIBUTE_INSTANCE)
@@ -152,10 +154,20 @@ def _attributes(instance: Instance, handler: str, skipped: list[str]) -> JSON:
     return attributes
 
 
-def node_selector(nodes: list[str]) -> JSON:
-    """A node selector matching exactly `nodes` by name."""
-    term = {"key": "metadata.name", "operator": "In", "values": sorted(nodes)}
-    return {"nodeSelectorTerms": [{"matchFields": [term]}]}
+def node_selector(nodes: Iterable[str], hostnames: Mapping[str, str]) -> JSON:
+    """A device's node selector matching `nodes`, by their `kubernetes.io/hostname` label.
+
+    The two other ways of naming several nodes fail on a real cluster (checked on 1.36):
+    kube-apiserver refuses a `metadata.name` field requirement with more than one value, and
+    the scheduler cannot allocate a device whose selector has several terms ("unsupported
+    ResourceSlice.NodeSelector with 2 terms": createNodeSelector ANDs the requirements of a
+    claim's devices into one term). `hostnames` maps a node name to its label where the
+    cluster knows it; the kubelet sets the label to the node's name unless given another
+    hostname.
+    """
+    values = sorted({hostnames.get(node, node) for node in nodes})
+    term = {"key": HOSTNAME_LABEL, "operator": "In", "values": values}
+    return {"nodeSelectorTerms": [{"matchExpressions": [term]}]}
 
 
 def offline_nodes(instance: Instance) -> set[str]:
@@ -213,11 +225,13 @@ def instance_devices(
     per_device_nodes: bool,
     offline: bool = False,
     allocated: Collection[str] = (),
+    hostnames: Mapping[str, str] | None = None,
 ) -> Devices:
     """The DRA devices of `instance`.
 
     `per_device_nodes`: the device is in a pool shared by several nodes and carries its own
-    node selector (`Instance.spec.nodes`); an Instance that no node sees has no device then.
+    node selector (`Instance.spec.nodes`, by the `hostnames` of `node_selector`); an Instance
+    that no node sees has no device then.
     `offline`: nothing new may be allocated on the device, but pods using it keep running: it
     is tainted NoSchedule, which the allocator honours and the kubelet does not act on.
     `allocated`: the device names of the pool that claims hold (`offered_slots`).
@@ -229,7 +243,7 @@ def instance_devices(
     attributes = _attributes(instance, handler, result.skipped)
     common: JSON = {"attributes": attributes}
     if per_device_nodes:
-        common["nodeSelector"] = node_selector(nodes)
+        common["nodeSelector"] = node_selector(nodes, hostnames or {})
     if offline:
         common["taints"] = [{"key": OFFLINE_TAINT, "effect": "NoSchedule"}]
     name = instance.metadata.name or ""
@@ -264,6 +278,7 @@ def published_devices(
     *,
     per_device_nodes: bool,
     allocated: Collection[str] = (),
+    hostnames: Mapping[str, str] | None = None,
 ) -> Devices:
     """The devices of `instance` as its Configuration has them published (docs/design.md
     §8a). Nodes that report the device offline leave its node selection at once while others
@@ -282,4 +297,5 @@ def published_devices(
         per_device_nodes=per_device_nodes,
         offline=instance.metadata.deletion_timestamp is not None or not online,
         allocated=allocated,
+        hostnames=hostnames,
     )

@@ -14,6 +14,8 @@ from typing import Any
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from akri.refusal_codes import REFUSALS
+
 Object = dict[str, Any]
 
 
@@ -28,6 +30,11 @@ async def call(method: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any)
             raise error
     answer: Object = json.loads(body) if body else {}
     return answer
+
+
+def is_refusal(error: BaseException) -> bool:
+    """Whether `error` is the API refusing a request as it is (`REFUSALS`)."""
+    return isinstance(error, ApiException) and error.status in REFUSALS
 
 
 def error_message(error: ApiException) -> str:
@@ -45,6 +52,10 @@ def describe(error: BaseException) -> str:
     """One line for a log: the API's explanation, or the error's type and text (a timeout's
     text is empty, so its type is what tells)."""
     if isinstance(error, ApiException):
-        return f"API error {error.status}: {error_message(error)}"
-    text = str(error)
+        return _one_line(f"API error {error.status}: {error_message(error)}")
+    text = _one_line(str(error))
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _one_line(text: str) -> str:
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())

@@ -43,7 +43,9 @@ class Candidate:
     pool: str
     device: Object
     node_selector: Object | None
-    """The node selector an allocation of it carries (None: every node)."""
+    """The nodes the device is reachable from (None: every node)."""
+    node_name: str | None = None
+    """The one node of a node-local device."""
 
     @property
     def key(self) -> DeviceKey:
@@ -73,16 +75,18 @@ def _name_selector(node: str) -> Object:
     return {"nodeSelectorTerms": [{"matchFields": [term]}]}
 
 
-def _reach(holder: Object, node: Object) -> tuple[bool, Object | None]:
-    """Whether `node` reaches a slice spec or a device, and the selector of an allocation."""
+def _reach(holder: Object, node: Object) -> tuple[bool, Object | None, str | None]:
+    """Whether `node` reaches a slice spec or a device, the nodes it is reachable from, and
+    its one node when it is node-local."""
     name = node["metadata"]["name"]
     if holder.get("nodeName"):
-        return holder["nodeName"] == name, _name_selector(holder["nodeName"])
+        local = str(holder["nodeName"])
+        return local == name, _name_selector(local), local
     if holder.get("allNodes"):
-        return True, None
+        return True, None, None
     if holder.get("nodeSelector"):
-        return node_selector_matches(holder["nodeSelector"], node), holder["nodeSelector"]
-    return False, None
+        return node_selector_matches(holder["nodeSelector"], node), holder["nodeSelector"], None
+    return False, None, None
 
 
 def candidates(slices: Iterable[Object], node: Object) -> list[Candidate]:
@@ -92,12 +96,13 @@ def candidates(slices: Iterable[Object], node: Object) -> list[Candidate]:
         for item in pool:
             spec = item["spec"]
             per_device = bool(spec.get("perDeviceNodeSelection"))
-            reached, selector = (False, None) if per_device else _reach(spec, node)
+            reach = (False, None, None) if per_device else _reach(spec, node)
             for device in spec.get("devices") or []:
-                if per_device:
-                    reached, selector = _reach(device, node)
+                reached, selector, local = _reach(device, node) if per_device else reach
                 if reached:
-                    found.append(Candidate(spec["driver"], spec["pool"]["name"], device, selector))
+                    found.append(
+                        Candidate(spec["driver"], spec["pool"]["name"], device, selector, local)
+                    )
     return found
 
 
@@ -351,7 +356,6 @@ def allocate(
     if not requests or not search(0, 0, _count(0)):
         return None
     results = []
-    selector = None
     for item in chosen:
         result: dict[str, Any] = {
             "request": item.request,
@@ -363,8 +367,31 @@ def allocate(
             result["shareID"] = str(uuid.uuid4())
             result["consumedCapacity"] = {name: _format(v) for name, v in item.amount.items()}
         results.append(result)
-        selector = selector or item.candidate.node_selector
-    return Allocation(results, selector)
+    return Allocation(results, allocation_node_selector([c.candidate for c in chosen]))
+
+
+def allocation_node_selector(devices: Sequence[Candidate]) -> Object | None:
+    """The node selector of an allocation of `devices`, as the allocator's createNodeSelector
+    builds it: a node-local device pins it to its node; otherwise the requirements of every
+    device's (one-term) selector are ANDed in one term, each once; None when no device limits
+    the nodes. A selector of several terms is an error there (validation keeps them out)."""
+    fields: list[Object] = []
+    expressions: list[Object] = []
+    for device in devices:
+        selector = device.node_selector
+        if selector is None:
+            continue
+        if device.node_name is not None:
+            return selector
+        terms = selector.get("nodeSelectorTerms") or []
+        if len(terms) > 1:
+            raise AllocationError(f"unsupported ResourceSlice.NodeSelector with {len(terms)} terms")
+        for term in terms:
+            fields += [r for r in term.get("matchFields") or [] if r not in fields]
+            expressions += [r for r in term.get("matchExpressions") or [] if r not in expressions]
+    merged = {"matchExpressions": expressions, "matchFields": fields}
+    merged = {key: requirements for key, requirements in merged.items() if requirements}
+    return {"nodeSelectorTerms": [merged]} if merged else None
 
 
 Amount = dict[str, Decimal] | None
