@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 SOURCES = $(wildcard core sim agent controller discovery-handlers tests bench)
 PYTEST_ARGS ?=
 
-.PHONY: image install sim test test-slow lint types imports pytest umockdev format protos crds bench report soak clean
+.PHONY: image install sim test test-slow e2e lint types imports pytest umockdev format protos crds bench report soak clean
 
 ROOTS := core sim agent controller discovery-handlers
 
@@ -52,13 +52,19 @@ imports: $(STAMP)
 UDEV_TESTS := tests/handlers/test_udev_system.py
 
 pytest: $(STAMP) $(CHART_TOOLS) umockdev
-	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow" --ignore=tests/e2e $(PYTEST_ARGS)
 	umockdev-wrapper $(BIN)/python -m pytest $(UDEV_TESTS) $(PYTEST_ARGS)
 
 umockdev:
 	@command -v umockdev-wrapper >/dev/null || { \
 	  echo "installing umockdev (Debian) for the udev tests"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq umockdev >/dev/null; }
+
+# The installed akri-agent and akri-controller against a real Kubernetes 1.36 control plane and
+# two hollow nodes (../shared/k8s, or K8S_RIG_HOME): the rig the environment names (the variables
+# its `start` prints), else one started for the run and stopped after. See tests/e2e/conftest.py.
+e2e: $(STAMP) $(CHART_TOOLS)
+	.ci/with-rig $(BIN)/python -m pytest tests/e2e $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)

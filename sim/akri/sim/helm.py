@@ -33,11 +33,11 @@ async def _session() -> None:
             if action == "install":
                 done = await helm_sdkpy.Install(config).run(
                     release, chart, values=request["values"], create_namespace=True,
-                    wait=True, timeout=request["timeout"],
+                    wait=request["wait"], timeout=request["timeout"],
                 )  # fmt: skip
             elif action == "upgrade":
                 done = await helm_sdkpy.Upgrade(config).run(
-                    release, chart, values=request["values"], wait=True,
+                    release, chart, values=request["values"], wait=request["wait"],
                     timeout=request["timeout"],
                 )  # fmt: skip
             else:
@@ -87,14 +87,18 @@ class HelmSession:
         namespace: str,
         values: Mapping[str, Any] | None = None,
         seconds: int = 180,
+        *,
+        wait: bool = True,
     ) -> dict[str, Any]:
-        """The action's outcome: {"ok": {"status": ...}} or {"error": message}."""
+        """The action's outcome: {"ok": {"status": ...}} or {"error": message}. `wait`: until
+        the release's workloads are ready (install, upgrade), as `helm --wait`."""
         process = self._process
         if process is None or process.stdin is None or process.stdout is None:
             raise RuntimeError("the helm session is not running")
         request = {
             "action": action, "release": release, "namespace": namespace, "chart": self._chart,
             "values": dict(values or {}), "timeout": seconds, "kubeconfig": self._kubeconfig,
+            "wait": wait,
         }  # fmt: skip
         process.stdin.write((json.dumps(request) + "\n").encode())
         await process.stdin.drain()
