@@ -107,10 +107,17 @@ def test_the_admin_may_do_anything() -> None:
 def test_tokens_name_their_account_until_it_goes_or_they_expire() -> None:
     accounts = {("ns", "robot"): "uid-1"}
     now = [1000.0]
-    issuer = TokenIssuer("admin", lambda ns, name: accounts.get((ns, name)), lambda: now[0])
+
+    def find(plural: str, ns: str, name: str) -> dict[str, Any] | None:
+        uid = accounts.get((ns, name)) if plural == "serviceaccounts" else None
+        return None if uid is None else {"metadata": {"uid": uid}}
+
+    issuer = TokenIssuer("admin", find, lambda: now[0])
     token, expires = issuer.issue("ns", "robot", expiration_s=600)
     assert expires == 1600
-    assert issuer.authenticate(f"Bearer {token}") == ROBOT
+    robot = issuer.authenticate(f"Bearer {token}")
+    assert (robot.name, robot.groups) == (ROBOT.name, ROBOT.groups)
+    assert robot.extra_map["authentication.kubernetes.io/credential-id"][0].startswith("JTI=")
     assert issuer.authenticate("Bearer admin") == ADMIN
     accounts[("ns", "robot")] = "uid-2"  # deleted and created again: old tokens are void
     with pytest.raises(errors.ApiError) as refused:

@@ -45,7 +45,7 @@ def rule_tree(schema: JSON) -> JSON | None:
 
 
 @functools.cache
-def _program(rule: str) -> Any:
+def program(rule: str) -> Any:
     environment = celpy.Environment()
     return environment.program(environment.compile(rule))
 
@@ -93,7 +93,7 @@ def _check(rule: JSON, node: JSON, value: Any, old: Any) -> str | None:
         activation["oldSelf"] = json_to_cel(old)
     kind = node.get("type", "object")
     try:
-        passed = _program(text).evaluate(activation)
+        passed = program(text).evaluate(activation)
     except (CELEvalError, CELParseError, TypeError, ValueError) as error:
         return f'Invalid value: "{kind}": {error} evaluating rule: {text}'
     if bool(passed):
