@@ -129,3 +129,29 @@ def test_tokens_name_their_account_until_it_goes_or_they_expire() -> None:
         issuer.authenticate(f"Bearer {fresh}")
     with pytest.raises(errors.ApiError):
         issuer.issue("ns", "nobody")
+
+
+def test_a_token_bound_to_a_pod_names_its_node_until_the_pod_goes() -> None:
+    stored: dict[tuple[str, str, str], dict[str, Any]] = {
+        ("serviceaccounts", "ns", "agent"): {"metadata": {"uid": "sa-1"}},
+        ("pods", "ns", "agent-x"): {"metadata": {"uid": "pod-1"}, "spec": {"nodeName": "node-a"}},
+        ("nodes", "", "node-a"): {"metadata": {"uid": "node-1"}},
+    }
+    issuer = TokenIssuer("admin", lambda plural, ns, name: stored.get((plural, ns, name)))
+    bound = {"kind": "Pod", "apiVersion": "v1", "name": "agent-x", "uid": "pod-1"}
+    answer = issuer.token_request("ns", "agent", {"spec": {"boundObjectRef": bound}})
+    user = issuer.authenticate(f"Bearer {answer['status']['token']}")
+    extra = user.extra_map
+    assert extra["authentication.kubernetes.io/node-name"] == ["node-a"]
+    assert extra["authentication.kubernetes.io/node-uid"] == ["node-1"]
+    assert extra["authentication.kubernetes.io/pod-name"] == ["agent-x"]
+    with pytest.raises(errors.ApiError) as mismatch:
+        issuer.token_request("ns", "agent", {"spec": {"boundObjectRef": {**bound, "uid": "x"}}})
+    assert mismatch.value.code == 409
+    del stored[("pods", "ns", "agent-x")]  # the pod is gone: so is its token
+    with pytest.raises(errors.ApiError) as refused:
+        issuer.authenticate(f"Bearer {answer['status']['token']}")
+    assert refused.value.code == 401
+    with pytest.raises(errors.ApiError) as missing:
+        issuer.token_request("ns", "agent", {"spec": {"boundObjectRef": bound}})
+    assert missing.value.code == 404
