@@ -280,11 +280,67 @@ def _add_cleanup(subparsers: Subparsers) -> None:
     parser.set_defaults(run=_run_cleanup)
 
 
+def _run_apply(args: argparse.Namespace) -> int:
+    # Imported here: the API client is not needed by the other commands.
+    import yaml
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    from akri.controller.apply import apply
+    from akri.kube import connect
+    from akri.kube.calls import error_message
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", force=True)
+
+    async def run() -> int:
+        documents = [d for d in yaml.safe_load_all(args.file.read_text()) if d]
+        async with await connect.api_client(args.kubeconfig) as api:
+            applied = await apply(api, documents, args.timeout, args.namespace)
+        print(f"akri apply: {', '.join(applied) or 'nothing'} applied")
+        return 0
+
+    try:
+        return asyncio.run(run())
+    except ApiException as error:
+        print(f"akri apply: {error_message(error)}", file=sys.stderr)
+    except (OSError, RuntimeError, ValueError) as error:
+        print(f"akri apply: {error}", file=sys.stderr)
+    return 1
+
+
+def _add_apply(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "apply",
+        help="create or update the Configurations of a file once the API server admits them",
+        description="What the chart's examples hook runs after install and upgrade: the "
+        "admission webhook fails closed, so a Configuration written before the controller "
+        "serves it is tried again until TIMEOUT; a refusal stops at once.",
+    )
+    parser.add_argument("file", type=Path, help="a YAML file of Configurations")
+    parser.add_argument(
+        "--namespace", default="default", help="for documents that name none (default: default)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_duration,
+        default=120.0,
+        metavar="DURATION",
+        help="how long to try while the webhook is not served (default: %(default)gs)",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=os.environ.get("KUBECONFIG") or None,
+        help="a kubeconfig file (default: KUBECONFIG, else the Pod's service account)",
+    )
+    parser.set_defaults(run=_run_apply)
+
+
 COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
     _add_crds,
     _add_instance_name,
     _add_sim,
     _add_cleanup,
+    _add_apply,
 )
 
 

@@ -11,12 +11,13 @@ tests.chart.helm_render` reads a JSON list of
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,7 @@ async def _install_all(requests: Sequence[Mapping[str, Any]]) -> dict[str, dict[
     from akri.sim.apiserver.resources import ResourceType
 
     results: dict[str, dict[str, str]] = {}
-    async with ApiServer() as server:
+    async with ApiServer() as server, _hook_jobs_succeed(server):
         operations = server.operations
         for group, version, kind, plural, namespaced in _STORED_KINDS:
             if operations.registry.lookup(group, version, plural) is None:
@@ -111,6 +112,34 @@ async def _install_all(requests: Sequence[Mapping[str, Any]]) -> dict[str, dict[
                     hooks = [h["manifest"] for h in installed.get("hooks") or []]
                     results[release] = {"manifest": "\n---\n".join([installed["manifest"], *hooks])}
     return results
+
+
+@contextlib.asynccontextmanager
+async def _hook_jobs_succeed(server: Any) -> AsyncIterator[None]:
+    """Helm waits for each hook Job to complete; nothing runs pods here, so every Job is
+    marked Complete as soon as it is stored (Helm's wait is what is served, not the Job)."""
+    operations = server.operations
+    jobs = operations.kind("batch", "v1", "jobs")
+    complete = {"succeeded": 1, "conditions": [
+        {"type": "Complete", "status": "True", "reason": "CompletionsReached"}]}  # fmt: skip
+
+    async def mark() -> None:
+        while True:
+            for job in operations.store.objects(jobs.key):
+                if not (job.get("status") or {}).get("conditions"):
+                    meta = job["metadata"]
+                    operations.update(
+                        jobs, meta["namespace"], meta["name"], {**job, "status": complete},
+                        "status", False,
+                    )  # fmt: skip
+            await asyncio.sleep(0.05)  # a controller's resync, not a test's synchronisation
+
+    task = asyncio.create_task(mark())
+    try:
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
 
 async def _lint() -> dict[str, Any]:

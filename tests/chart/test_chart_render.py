@@ -63,7 +63,7 @@ COMBINATIONS: dict[str, dict[str, Any]] = {
         "monitoring": {"serviceMonitor": {"enabled": True}, "podMonitor": {"enabled": True}}
     },
     "cert-manager": {
-        "webhook": {"certManager": {"enabled": True}, "failurePolicy": "Fail"},
+        "webhook": {"certManager": {"enabled": True}, "failurePolicy": "Ignore"},
     },
     "dra": {"mode": "dra"},
     "dra-auto": {"mode": "auto", "agent": {"cdiDir": "/etc/cdi"}},
@@ -83,8 +83,17 @@ def rendered() -> dict[str, list[dict[str, Any]]]:
     documents = {}
     for name, result in results.items():
         assert "error" not in result, f"{name}: {result.get('error')}"
-        documents[name] = [d for d in yaml.safe_load_all(result["manifest"]) if d]
+        found = [d for d in yaml.safe_load_all(result["manifest"]) if d]
+        documents[name] = found + [example for d in found for example in examples_in(d)]
     return documents
+
+
+def examples_in(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The example Configurations the chart's examples hook applies (from its ConfigMap)."""
+    if document["kind"] != "ConfigMap" or not document["metadata"]["name"].endswith("-examples"):
+        return []
+    text = document["data"]["configurations.yaml"]
+    return [d for d in yaml.safe_load_all(text) if d]
 
 
 def objects(combination: str, kind: str) -> Iterator[dict[str, Any]]:
@@ -220,13 +229,26 @@ def test_handlers_are_opt_in_with_the_host_access_each_needs() -> None:
     assert onvif_env["ONVIF_IPV6_INTERFACE"] == "eth0"
 
 
-def test_secrets_and_configmaps_are_readable_only_when_enabled() -> None:
-    def agent_resources(combination: str) -> set[str]:
-        role = the(combination, "ClusterRole", "-agent")
-        return {r for rule in role["rules"] for r in rule["resources"]}
+def test_secrets_and_configmaps_are_readable_only_when_enabled_and_in_one_namespace() -> None:
+    def agent_resources(combination: str, kind: str) -> set[str]:
+        roles = [
+            role
+            for role in objects(combination, kind)
+            if role["metadata"]["labels"]["app.kubernetes.io/component"] == "agent"
+        ]
+        return {r for role in roles for rule in role["rules"] for r in rule["resources"]}
 
-    assert not agent_resources("defaults") & {"secrets", "configmaps"}
-    assert {"secrets", "configmaps"} <= agent_resources("all-handlers-and-examples")
+    for combination in ("defaults", "all-handlers-and-examples"):
+        assert not agent_resources(combination, "ClusterRole") & {"secrets", "configmaps"}
+    assert not agent_resources("defaults", "Role")
+    assert {"secrets", "configmaps"} == agent_resources("all-handlers-and-examples", "Role")
+    role = the("all-handlers-and-examples", "Role", "-agent-discovery-properties")
+    assert role["metadata"]["namespace"] == "all-handlers-and-examples"  # the release's
+    binding = the("all-handlers-and-examples", "RoleBinding", "-agent-discovery-properties")
+    assert binding["subjects"] == [{
+        "kind": "ServiceAccount", "name": "all-handlers-and-examples-akri-agent",
+        "namespace": "all-handlers-and-examples",
+    }]  # fmt: skip
 
 
 DRA_MOUNTS = {
@@ -376,7 +398,7 @@ def test_helm_lint_finds_nothing_to_fix() -> None:
 def test_the_webhook_is_registered_with_a_certificate_the_controller_keeps() -> None:
     (registration,) = objects("defaults", "ValidatingWebhookConfiguration")
     (hook,) = registration["webhooks"]
-    assert hook["failurePolicy"] == "Ignore"
+    assert hook["failurePolicy"] == "Fail"
     assert hook["rules"][0]["resources"] == ["configurations"]
     assert hook["clientConfig"]["service"]["name"] == "defaults-akri-webhook"
     assert "caBundle" not in hook["clientConfig"], "the controller puts its CA there"
@@ -416,7 +438,7 @@ def test_cert_manager_makes_the_certificate_when_asked() -> None:
     (registration,) = objects("cert-manager", "ValidatingWebhookConfiguration")
     annotation = registration["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
     assert annotation == "cert-manager/cert-manager-akri-webhook"
-    assert registration["webhooks"][0]["failurePolicy"] == "Fail"
+    assert registration["webhooks"][0]["failurePolicy"] == "Ignore"  # the escape hatch
     assert "caBundle" not in registration["webhooks"][0]["clientConfig"]
     controller = the("cert-manager", "Deployment", "-controller")["spec"]["template"]["spec"]
     assert controller["volumes"] == [
@@ -433,3 +455,35 @@ def test_no_webhook_when_disabled() -> None:
     assert not kinds & {"ValidatingWebhookConfiguration", "Secret"}
     controller = the("single-controller-namespaced", "Deployment")["spec"]["template"]["spec"]
     assert "volumes" not in controller
+
+
+def test_examples_are_applied_by_a_hook_once_the_webhook_serves() -> None:
+    """The webhook fails closed, so the examples are not created with the controller: a
+    post-install/upgrade hook Job applies them from a ConfigMap, retrying until admitted."""
+    job = the("debug-echo-embedded", "Job", "-examples")
+    assert job["metadata"]["annotations"]["helm.sh/hook"] == "post-install,post-upgrade"
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    assert container["command"][:3] == ["akri", "apply", "/etc/akri/examples/configurations.yaml"]
+    role = the("debug-echo-embedded", "Role", "-examples")
+    assert role["rules"][0] == {
+        "apiGroups": ["akri.sh"], "resources": ["configurations"],
+        "verbs": ["get", "create", "update"],
+    }  # fmt: skip
+    assert not [
+        d for d in objects("defaults", "Job") if d["metadata"]["name"].endswith("-examples")
+    ]
+
+
+def test_admission_policies_name_the_agent_account_and_trust_no_namespace() -> None:
+    policies = {p["metadata"]["name"]: p for p in objects("defaults", "ValidatingAdmissionPolicy")}
+    agent = policies["defaults-akri-agent-instances"]["spec"]
+    assert agent["matchConditions"][0]["expression"] == (
+        "request.userInfo.username == 'system:serviceaccount:defaults:defaults-akri-agent'"
+    )
+    (trusted,) = [v for v in policies["defaults-akri-broker-pods"]["spec"]["variables"]
+                  if v["name"] == "trusted"]  # fmt: skip
+    assert trusted["expression"] == "request.namespace in []"
+    bindings = {
+        b["spec"]["policyName"] for b in objects("defaults", "ValidatingAdmissionPolicyBinding")
+    }
+    assert bindings == set(policies)

@@ -16,8 +16,9 @@ REFUSED_WITHIN_S = 30.0
 
 async def refused_at_apply(kubectl: Kubectl, tmp_path: Path) -> None:
     """The controller's webhook, through its Service and over the certificate it made, refuses
-    bad discoveryDetails. Until it serves, the API admits them: the chart's failurePolicy is
-    Ignore, so an admitted dry run means "not yet", not a failure."""
+    bad discoveryDetails. Until it serves, the API refuses every Configuration ("failed
+    calling webhook": the chart's failurePolicy is Fail), so only the handler's own words
+    count as the webhook's refusal."""
     bad = tmp_path / "bad.json"
     handler = {"name": "debugEcho", "discoveryDetails": "descriptions: a"}
     bad.write_text(

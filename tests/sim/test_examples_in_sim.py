@@ -49,6 +49,8 @@ class Node:
             "make-sim",
             marks=[
                 pytest.mark.slow,
+                # make sim's start-up: the chart's pods, then its examples hook (as test_make_sim)
+                pytest.mark.timeout(400),
                 pytest.mark.skipif(
                     os.geteuid() != 0 or any(shutil.which(tool) is None for tool in TOOLS),
                     reason="needs root and " + ", ".join(TOOLS),

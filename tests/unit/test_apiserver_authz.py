@@ -107,10 +107,17 @@ def test_the_admin_may_do_anything() -> None:
 def test_tokens_name_their_account_until_it_goes_or_they_expire() -> None:
     accounts = {("ns", "robot"): "uid-1"}
     now = [1000.0]
-    issuer = TokenIssuer("admin", lambda ns, name: accounts.get((ns, name)), lambda: now[0])
+
+    def find(plural: str, ns: str, name: str) -> dict[str, Any] | None:
+        uid = accounts.get((ns, name)) if plural == "serviceaccounts" else None
+        return None if uid is None else {"metadata": {"uid": uid}}
+
+    issuer = TokenIssuer("admin", find, lambda: now[0])
     token, expires = issuer.issue("ns", "robot", expiration_s=600)
     assert expires == 1600
-    assert issuer.authenticate(f"Bearer {token}") == ROBOT
+    robot = issuer.authenticate(f"Bearer {token}")
+    assert (robot.name, robot.groups) == (ROBOT.name, ROBOT.groups)
+    assert robot.extra_map["authentication.kubernetes.io/credential-id"][0].startswith("JTI=")
     assert issuer.authenticate("Bearer admin") == ADMIN
     accounts[("ns", "robot")] = "uid-2"  # deleted and created again: old tokens are void
     with pytest.raises(errors.ApiError) as refused:
@@ -122,3 +129,29 @@ def test_tokens_name_their_account_until_it_goes_or_they_expire() -> None:
         issuer.authenticate(f"Bearer {fresh}")
     with pytest.raises(errors.ApiError):
         issuer.issue("ns", "nobody")
+
+
+def test_a_token_bound_to_a_pod_names_its_node_until_the_pod_goes() -> None:
+    stored: dict[tuple[str, str, str], dict[str, Any]] = {
+        ("serviceaccounts", "ns", "agent"): {"metadata": {"uid": "sa-1"}},
+        ("pods", "ns", "agent-x"): {"metadata": {"uid": "pod-1"}, "spec": {"nodeName": "node-a"}},
+        ("nodes", "", "node-a"): {"metadata": {"uid": "node-1"}},
+    }
+    issuer = TokenIssuer("admin", lambda plural, ns, name: stored.get((plural, ns, name)))
+    bound = {"kind": "Pod", "apiVersion": "v1", "name": "agent-x", "uid": "pod-1"}
+    answer = issuer.token_request("ns", "agent", {"spec": {"boundObjectRef": bound}})
+    user = issuer.authenticate(f"Bearer {answer['status']['token']}")
+    extra = user.extra_map
+    assert extra["authentication.kubernetes.io/node-name"] == ["node-a"]
+    assert extra["authentication.kubernetes.io/node-uid"] == ["node-1"]
+    assert extra["authentication.kubernetes.io/pod-name"] == ["agent-x"]
+    with pytest.raises(errors.ApiError) as mismatch:
+        issuer.token_request("ns", "agent", {"spec": {"boundObjectRef": {**bound, "uid": "x"}}})
+    assert mismatch.value.code == 409
+    del stored[("pods", "ns", "agent-x")]  # the pod is gone: so is its token
+    with pytest.raises(errors.ApiError) as refused:
+        issuer.authenticate(f"Bearer {answer['status']['token']}")
+    assert refused.value.code == 401
+    with pytest.raises(errors.ApiError) as missing:
+        issuer.token_request("ns", "agent", {"spec": {"boundObjectRef": bound}})
+    assert missing.value.code == 404

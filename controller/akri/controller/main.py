@@ -23,7 +23,7 @@ from akri.controller.certificate_keeper import CertificateKeeper
 from akri.controller.controller import Controller
 from akri.controller.leader import LeaderElector
 from akri.controller.settings import ControllerSettings, load_settings
-from akri.controller.webhook import WebhookServer
+from akri.controller.webhook import WebhookServer, subject_access_check
 from akri.kube import connect
 from akri.settings import SettingsError, command_line, variables
 from akri.telemetry import serve_telemetry
@@ -95,7 +95,12 @@ async def _run_until(stop: asyncio.Event, settings: ControllerSettings) -> int:
             telemetry = await serve_telemetry(settings.metrics_port, ready)
         webhook, keeper, serving = None, None, None
         if settings.webhook_port:  # every replica answers, leader or not
-            webhook = WebhookServer(settings.webhook_port, settings.webhook_cert_dir)
+            webhook = WebhookServer(
+                settings.webhook_port,
+                settings.webhook_cert_dir,
+                policy=settings.admission_policy(),
+                check=subject_access_check(api),
+            )
             if settings.webhook_cert_secret:
                 keeper = CertificateKeeper(
                     api,

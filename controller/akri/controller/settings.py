@@ -14,6 +14,7 @@ from typing import Annotated, Literal, Self
 from pydantic import BeforeValidator, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from akri.controller.admission import Policy
 from akri.controller.context import Tuning
 from akri.controller.leader import LeaseTiming
 from akri.controller.serving_certificate import Wanted
@@ -78,6 +79,10 @@ class ControllerSettings(BaseSettings):
     webhook_service: str = ""
     """The webhook's Service in POD_NAMESPACE: the certificate's names (with
     WEBHOOK_CERT_SECRET)."""
+    admission_udev_subsystems: str = ""
+    """Comma-separated subsystems the webhook lets udev rules match; empty: any."""
+    admission_trusted_namespaces: str = ""
+    """Comma-separated namespaces whose Configurations the subsystem rule does not bind."""
     webhook_cert_validity: PositiveDuration = 365 * 86400.0
     """Lifetime of a certificate the controller makes; renewed with a third of it left."""
     log_level: Annotated[
@@ -95,6 +100,17 @@ class ControllerSettings(BaseSettings):
         if self.webhook_cert_secret and not (self.webhook_configuration and self.webhook_service):
             raise ValueError("WEBHOOK_CERT_SECRET needs WEBHOOK_CONFIGURATION and WEBHOOK_SERVICE")
         return self
+
+    def admission_policy(self) -> Policy:
+        """What the webhook allows, from ADMISSION_UDEV_SUBSYSTEMS and
+        ADMISSION_TRUSTED_NAMESPACES."""
+
+        def names(text: str) -> frozenset[str]:
+            return frozenset(n.strip() for n in text.split(",") if n.strip())
+
+        return Policy(
+            names(self.admission_udev_subsystems), names(self.admission_trusted_namespaces)
+        )
 
     def webhook_certificate(self) -> Wanted:
         """The certificate the webhook's Service names need."""

@@ -58,9 +58,9 @@ class RuntimeOptions:
     """How simulated kubelets run containers of the project's image as processes."""
 
     image: str = field(default_factory=lambda: os.environ.get(SIM_IMAGE_ENV, DEFAULT_SIM_IMAGE))
-    token: Callable[[str, str], str] | None = None
-    """(namespace, service account) -> the token its pods get; default: one the API server
-    issues for the ServiceAccount (as the kubelet's projected token volume gets it)."""
+    token: Callable[[Mapping[str, Any]], str] | None = None
+    """pod -> the token it gets; default: one the API server issues for its ServiceAccount,
+    bound to the pod (as the kubelet's projected token volume gets it)."""
     backoff_initial_s: float = 10.0
     backoff_max_s: float = 300.0
 
@@ -266,10 +266,18 @@ class Cluster(Service):
             host = dataclasses.replace(host, host_ip=network.gateway, network=network)
         return Processes(settings, host, self._fetch)
 
-    def _service_account_token(self, namespace: str, account: str) -> str:
-        """A bound token for the pod's ServiceAccount, valid for a day (never rotated)."""
+    def _service_account_token(self, pod: Mapping[str, Any]) -> str:
+        """A token for the pod's ServiceAccount bound to the pod (so it names the pod's node),
+        valid for a day (never rotated)."""
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        account = spec.get("serviceAccountName") or "default"
+        bound = {"kind": "Pod", "name": meta["name"], "uid": meta.get("uid", "")}
         try:
-            return self.server.tokens.issue(namespace, account, expiration_s=TOKEN_LIFETIME_S)[0]
+            answer = self.server.tokens.token_request(
+                meta["namespace"], account,
+                {"spec": {"expirationSeconds": TOKEN_LIFETIME_S, "boundObjectRef": bound}},
+            )  # fmt: skip
+            return str(answer["status"]["token"])
         except errors.ApiError as error:
             raise LookupError(f'serviceaccount "{account}" not found') from error
 

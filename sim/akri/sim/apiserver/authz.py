@@ -188,6 +188,27 @@ class Guard:
         self._authorizer = authorizer
         self._access = access
 
+    def access_review(self, review: Any) -> JSON:
+        """A SubjectAccessReview answered: may `spec.user` (with its groups and extra) do
+        `spec.resourceAttributes`? Everyone may when no authorizer checks."""
+        body = review if isinstance(review, dict) else {}
+        spec = body.get("spec") or {}
+        wanted = spec.get("resourceAttributes") or {}
+        extra = tuple((k, tuple(v)) for k, v in (spec.get("extra") or {}).items())
+        user = User(str(spec.get("user", "")), tuple(spec.get("groups") or ()), extra)
+        request = Attributes(
+            str(wanted.get("verb", "")), str(wanted.get("group", "")),
+            str(wanted.get("resource", "")), str(wanted.get("subresource", "")),
+            str(wanted.get("namespace", "")), str(wanted.get("name", "")),
+        )  # fmt: skip
+        status: JSON = {"allowed": True}
+        if self._authorizer is not None:
+            try:
+                self._authorizer.check(user, request)
+            except errors.ApiError:
+                status = {"allowed": False}
+        return {**body, "metadata": body.get("metadata") or {}, "status": status}
+
     def admit(self, authorization: str | None, secure: bool, request: Attributes) -> User:
         """The caller, when it may make the request; else raise its 401 or 403."""
         if self._authorizer is None:

@@ -48,7 +48,7 @@ def rule_tree(schema: JSON) -> JSON | None:
 
 
 @functools.cache
-def _program(rule: str) -> Any:
+def program(rule: str) -> Any:
     environment = celpy.Environment()
     return environment.program(environment.compile(rule))
 
@@ -96,7 +96,7 @@ def _check(rule: JSON, node: JSON, value: Any, old: Any) -> str | None:
         activation["oldSelf"] = json_to_cel(old)
     shown = field.OMIT if isinstance(value, dict | list) else value
     try:
-        passed = _program(text).evaluate(activation)
+        passed = program(text).evaluate(activation)
     except (CELEvalError, CELParseError, TypeError, ValueError) as error:
         return field.invalid("", shown, f"{error} evaluating rule: {text}")[1]
     if bool(passed):

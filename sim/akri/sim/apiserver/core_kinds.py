@@ -122,6 +122,9 @@ def _job_completions(job: JSON) -> str:
 
 
 def _prepare_namespace(namespace: JSON) -> None:
+    meta = namespace.setdefault("metadata", {})
+    # Set by the API server on every namespace, so selectors can name one namespace.
+    meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta.get("name", "")
     namespace.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
     namespace["status"] = {"phase": "Active"}
 

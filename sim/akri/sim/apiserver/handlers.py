@@ -18,6 +18,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from akri.sim.apiserver import (
+    admission_policies,
     discovery,
     errors,
     openapi,
@@ -88,6 +89,9 @@ def pause_gate(faults: Faults) -> Middleware:
         return await handler(request)
 
     return gate
+
+
+ACCESS_REVIEWS = ("authorization.k8s.io", "subjectaccessreviews")
 
 
 @dataclass(frozen=True)
@@ -252,14 +256,13 @@ class ApiHandlers:
     async def _review(
         self, target: Target, operation: str, obj: Any, old: JSON | None, user: User
     ) -> None:
-        """The validating admission webhooks that apply to this write (none: at once)."""
-        await webhooks.admit(
-            self._operations.store,
-            webhooks.Write(
-                operation, target.resource, target.subresource, target.namespace or "",
-                target.name or (obj or {}).get("metadata", {}).get("name", ""), obj, old, user,
-            ),
+        """The validating admission policies, then webhooks, that apply to this write."""
+        write = webhooks.Write(
+            operation, target.resource, target.subresource, target.namespace or "",
+            target.name or (obj or {}).get("metadata", {}).get("name", ""), obj, old, user,
         )  # fmt: skip
+        admission_policies.admit(self._operations.store, write)
+        await webhooks.admit(self._operations.store, write)
 
     async def _dispatch(
         self, request: web.Request, target: Target, verb: str, user: User
@@ -296,6 +299,8 @@ class ApiHandlers:
                 },
                 201,
             )
+        if verb == "create" and resource.key == ACCESS_REVIEWS:
+            return _json(self._guard.access_review(await self._body(request)), 201)
         if verb == "create" and target.subresource == "token":
             body = await self._body(request)
             return _json(self._guard.tokens.token_request(namespace, name, body), 201)
@@ -313,7 +318,7 @@ class ApiHandlers:
                 raise errors.unsupported_media_type(content_type, ops.patch_types(resource))
             body = await self._body(request, content_type == patching.APPLY_PATCH)
             if content_type == patching.APPLY_PATCH:
-                return await self._apply(request, target, body, strict)
+                return await self._apply(request, target, body, strict, user)
             old = ops.read(resource, namespace, name)
             patched = ops.apply_patch(resource, old, content_type, body)
             await self._review(target, "UPDATE", patched, old, user)
@@ -380,17 +385,20 @@ class ApiHandlers:
         )
 
     async def _apply(
-        self, request: web.Request, target: Target, body: Any, strict: bool
+        self, request: web.Request, target: Target, body: Any, strict: bool, user: User
     ) -> web.Response:
         """Server-side apply, approximated: create when absent, else a (strategic) merge."""
         ops, resource = self._operations, target.resource
         namespace, name = target.namespace or "", target.name or ""
         try:
-            ops.read(resource, namespace, name)
+            current = ops.read(resource, namespace, name)
         except errors.ApiError as error:
             if error.code != 404:
                 raise
+            await self._review(target, "CREATE", body, None, user)
             return _json(ops.create(resource, target.namespace, body, strict), 201)
+        patched = ops.apply_patch(resource, current, patching.APPLY_PATCH, body)
+        await self._review(target, "UPDATE", patched, current, user)
         return _json(
             ops.patch(
                 resource, namespace, name, patching.APPLY_PATCH, body, target.subresource, strict

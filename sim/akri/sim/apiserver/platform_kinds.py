@@ -120,4 +120,48 @@ def platform_kinds() -> list[ResourceType]:
             validate=validating_webhook_configuration,
             tracks_generation=True,
         ),
+        # Answered at once, never stored (ApiHandlers): may this user do that?
+        ResourceType(
+            "authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews",
+            "subjectaccessreview", False,
+        ),
+        ResourceType(
+            "admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy",
+            "validatingadmissionpolicies", "validatingadmissionpolicy", False,
+            categories=("api-extensions",),
+            subresources=frozenset({"status"}),
+            columns=(
+                NAME,
+                Column("Validations", "integer",
+                       lambda p: len((p.get("spec") or {}).get("validations") or [])),
+                Column("ParamKind", "string",
+                       lambda p: (p.get("spec") or {}).get("paramKind") or "<unset>"),
+                AGE,
+            ),
+            prepare_create=_default_policy,
+            tracks_generation=True,
+        ),
+        ResourceType(
+            "admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings", "validatingadmissionpolicybinding", False,
+            categories=("api-extensions",),
+            columns=(
+                NAME,
+                Column("PolicyName", "string", path_cell("spec.policyName")),
+                Column("ParamRef", "string",
+                       lambda b: str((b.get("spec") or {}).get("paramRef") or "<unset>")),
+                AGE,
+            ),
+            tracks_generation=True,
+        ),
     ]  # fmt: skip
+
+
+def _default_policy(policy: JSON) -> None:
+    """The defaults the API server gives a ValidatingAdmissionPolicy."""
+    spec = policy.setdefault("spec", {})
+    spec.setdefault("failurePolicy", "Fail")
+    match = spec.setdefault("matchConstraints", {})
+    match.setdefault("matchPolicy", "Equivalent")
+    match.setdefault("namespaceSelector", {})
+    match.setdefault("objectSelector", {})

@@ -98,7 +98,7 @@ class ApiServer(Service):
         self.faults = Faults(fault_seed)
         self._collector = GarbageCollector(self.operations)
         self._kubernetes_service = KubernetesService(self.operations)
-        self.tokens = TokenIssuer(ADMIN_TOKEN, self._account_uid)
+        self.tokens = TokenIssuer(ADMIN_TOKEN, self._find)
         self.access = AccessLog()
         authorizer = Authorizer(self._rbac_objects) if authorization else None
         guard = Guard(self.tokens, authorizer, self.access)
@@ -107,9 +107,8 @@ class ApiServer(Service):
         self._tasks: list[asyncio.Task[None]] = []
         self._url = ""
 
-    def _account_uid(self, namespace: str, name: str) -> str | None:
-        account = self.operations.store.peek(("", "serviceaccounts"), namespace, name)
-        return None if account is None else str(account["metadata"]["uid"])
+    def _find(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.operations.store.peek(("", plural), namespace, name)
 
     def _rbac_objects(self, plural: str) -> list[dict[str, Any]]:
         return self.operations.store.objects((RBAC_GROUP, plural))

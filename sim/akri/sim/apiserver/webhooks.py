@@ -48,7 +48,7 @@ class Write:
     user: User
 
 
-def _matches_rule(rule: JSON, write: Write) -> bool:
+def matches_rule(rule: JSON, write: Write) -> bool:
     def has(key: str, value: str) -> bool:
         listed = rule.get(key) or []
         return "*" in listed or value in listed
@@ -74,7 +74,7 @@ def _selected(selector: JSON | None, labels: dict[str, str] | None) -> bool:
 
 def applicable(webhook: JSON, write: Write, namespace_labels: dict[str, str] | None) -> bool:
     """Whether `webhook` reviews `write` (`namespace_labels`: None for cluster-scoped writes)."""
-    if not any(_matches_rule(rule, write) for rule in webhook.get("rules") or []):
+    if not any(matches_rule(rule, write) for rule in webhook.get("rules") or []):
         return False
     if namespace_labels is not None and not _selected(
         webhook.get("namespaceSelector"), namespace_labels
@@ -97,7 +97,11 @@ def review(write: Write) -> JSON:
         "requestResource": gvr,
         "name": write.name,
         "operation": write.operation,
-        "userInfo": {"username": write.user.name, "groups": list(write.user.groups)},
+        "userInfo": {
+            "username": write.user.name,
+            "groups": list(write.user.groups),
+            **({"extra": write.user.extra_map} if write.user.extra else {}),
+        },
         "object": write.obj,
         "oldObject": write.old,
         "dryRun": False,

@@ -2,7 +2,8 @@
 
 Each container is a process in a private mount namespace (`unshare --mount`) in which its
 volumes are bind-mounted at their real paths: hostPath volumes from the node's simulated host
-directories, emptyDir volumes from the pod's directory, and the service-account token, CA and
+directories, emptyDir volumes from the pod's directory, configMap volumes written there from their
+ConfigMap, and the service-account token, CA and
 namespace at `/var/run/secrets/kubernetes.io/serviceaccount`; its env has what its devices
 add (device plugins' Allocate answers, the edits of its CDI devices). The program sees what it
 would see in a pod and reaches the API server the in-cluster way. Processes that exit are restarted
@@ -54,8 +55,9 @@ class RuntimeSettings:
     api_host: str
     api_port: int
     ca_file: Path
-    token: Callable[[str, str], str]
-    """(namespace, service account) -> a bearer token for it; LookupError when it has none."""
+    token: Callable[[Object], str]
+    """pod -> a bearer token of its service account, bound to the pod (and so naming its
+    node), as the kubelet's projected token volume has it; LookupError when it has none."""
     backoff_initial_s: float = 10.0
     backoff_max_s: float = 300.0
 
@@ -216,11 +218,10 @@ class PodRuntime:
         return self.directory / "logs" / container.name / f"{run}.log"
 
     def _write_service_account(self) -> None:
-        meta, pod_spec = self._pod["metadata"], self._pod.get("spec") or {}
-        account = pod_spec.get("serviceAccountName") or "default"
+        meta = self._pod["metadata"]
         directory = self.directory / "serviceaccount"
         directory.mkdir(parents=True, exist_ok=True)
-        (directory / "token").write_text(self._settings.token(meta["namespace"], account))
+        (directory / "token").write_text(self._settings.token(self._pod))
         (directory / "ca.crt").write_bytes(self._settings.ca_file.read_bytes())
         (directory / "namespace").write_text(meta["namespace"])
 
@@ -290,8 +291,22 @@ class PodRuntime:
             *argv,
         ]
 
+    async def _write_config_maps(self) -> None:
+        """configMap volumes: each key of the ConfigMap a file (read afresh at every start)."""
+        namespace = self._pod["metadata"]["namespace"]
+        for volume in (self._pod.get("spec") or {}).get("volumes") or []:
+            source = volume.get("configMap")
+            if source is None:
+                continue
+            found = await self._fetch("ConfigMap", namespace, source.get("name", ""))
+            directory = self.directory / "volumes" / volume["name"]
+            directory.mkdir(parents=True, exist_ok=True)
+            for key, value in ((found or {}).get("data") or {}).items():
+                (directory / key).write_text(str(value))
+
     async def _start_process(self, container: _Container) -> asyncio.subprocess.Process:
         self._write_service_account()  # a fresh token for every start
+        await self._write_config_maps()
         container.env = await self._environment(container)
         argv = spec.command_line(container.spec, container.env)
         program = self._settings.bin_dir / argv[0]
