@@ -60,7 +60,8 @@ class KeySelector(WireModel):
     key: str = Field(min_length=1)
     """Key within its data."""
     namespace: str | None = None
-    """Namespace of the Secret or ConfigMap; defaults to the Configuration's own."""
+    """Namespace of the Secret or ConfigMap: the Configuration's own, which is the default; the
+    agent and the webhook refuse any other."""
     optional: bool = False
     """When true a missing key leaves the property out; when false discovery stops with an error."""
 
