@@ -37,6 +37,7 @@ class ConditionType(StrEnum):
     INVALID_CONFIGURATION = "InvalidConfiguration"
     PLUGIN_UNAVAILABLE = "PluginUnavailable"
     WRITE_REFUSED = "WriteRefused"
+    REFUSED_HOST_PATH = "RefusedHostPath"
 
 
 NODE_PROBLEMS: tuple[str, ...] = (
@@ -45,6 +46,7 @@ NODE_PROBLEMS: tuple[str, ...] = (
     ConditionType.INVALID_PROPERTIES,
     ConditionType.INVALID_NAME,
     ConditionType.INVALID_CONFIGURATION,
+    ConditionType.REFUSED_HOST_PATH,
     ConditionType.PLUGIN_UNAVAILABLE,
     ConditionType.WRITE_REFUSED,
 )
