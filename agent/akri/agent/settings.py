@@ -18,10 +18,10 @@ from akri.discovery_handlers.debug_echo import DEFAULT_AVAILABILITY_FILE, parse_
 from akri.dra.mode import Mode
 from akri.durations import OFFLINE_GRACE_S, Duration
 from akri.naming import object_name_problem
+from akri.owner_only import directory_problem
 from akri.proto.deviceplugin.v1beta1.constants import DEVICE_PLUGIN_PATH
 from akri.proto.podresources.v1.constants import POD_RESOURCES_SOCKET
 from akri.settings import load
-from akri.unix_sockets import directory_problem
 
 PLUGINS_REGISTRY = "/var/lib/kubelet/plugins_registry"
 KUBELET_PLUGINS = "/var/lib/kubelet/plugins"
