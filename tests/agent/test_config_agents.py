@@ -369,7 +369,10 @@ async def test_mounts_and_device_nodes_are_offered_to_the_plugins(
     api: client.ApiClient, socket_dir: Path, k: Api
 ) -> None:
     handler = Scripted(shared=False)
-    async with running_agent(api, socket_dir, A, handlers=[handler]) as a:
+    allowed = (Path("/host"),)  # the operator's allowlist; /dev for device nodes in any case
+    async with running_agent(
+        api, socket_dir, A, handlers=[handler], allowed_mount_paths=allowed
+    ) as a:
         await k.apply(configuration(handler=handler.name))
         device = Device(
             "cam",

@@ -26,7 +26,7 @@ from akri.sim.kubelet import Kubelet
 from tests.agent.running_agents import NAMESPACE, Api, configuration, running_agent
 from tests.agent.test_agent_process import EXIT_DEADLINE_S, agent_environment, agent_process
 from tests.discovery.conftest import fast_backoff
-from tests.handlers.fake_onvif import FakeCamera, free_udp_port
+from tests.handlers.fake_onvif import ON_LOOPBACK, FakeCamera, free_udp_port
 from tests.support import eventually
 
 SECRET = "Qz7-very-private-Xy9"
@@ -84,8 +84,8 @@ async def test_the_agent_refuses_a_socket_directory_every_user_may_write(
     assert process.returncode == 2
     assert stderr.decode().strip() == (
         f"akri-agent: invalid settings: DISCOVERY_HANDLERS_DIRECTORY: {shared} is writable by "
-        "every user (mode drwxrwxrwx): anyone could replace the sockets served there; allow "
-        "writes by its owner only (chmod o-w)"
+        "every user (mode drwxrwxrwx): they could replace the sockets or files kept there; "
+        "allow writes by its owner only (chmod go-w)"
     )
     assert not list(shared.iterdir())
 
@@ -128,7 +128,10 @@ async def test_secret_values_never_show_in_logs_events_conditions_or_metrics(
         value_from=PropertySource(secret_key_ref=KeySelector(name="onvif-auth", key="nope")),
     )
     user = DiscoveryProperty(name="username_default", value="admin")
-    details = "discoveryTimeoutSeconds: 0.2\ninterfaceAddress: 127.0.0.1\nprobeIntervalSeconds: 1"
+    details = (
+        "discoveryTimeoutSeconds: 0.2\ninterfaceAddress: 127.0.0.1\nprobeIntervalSeconds: 1\n"
+        + ON_LOOPBACK
+    )
     k = Api(api)
     async with (
         FakeCamera(port=port, uuid=UUID, password=SECRET) as camera,

@@ -112,7 +112,7 @@ def test_a_missing_node_name_is_required(environ: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("variable", ["DEVICE_PLUGINS_DIR", "DISCOVERY_HANDLERS_DIRECTORY"])
-def test_a_socket_directory_every_user_may_write_is_refused(
+def test_a_socket_directory_others_may_write_is_refused(
     environ: pytest.MonkeyPatch, tmp_path: Path, variable: str
 ) -> None:
     directory = tmp_path / "sockets"
@@ -123,8 +123,11 @@ def test_a_socket_directory_every_user_may_write_is_refused(
         load_settings()
     assert str(raised.value) == (
         f"{variable}: {directory} is writable by every user (mode drwxrwxrwt): "
-        "anyone could replace the sockets served there; allow writes by its owner only "
-        "(chmod o-w)"
+        "they could replace the sockets or files kept there; allow writes by its owner only "
+        "(chmod go-w)"
     )
     directory.chmod(0o775)
+    with pytest.raises(SettingsError, match="is writable by its group"):
+        load_settings()
+    directory.chmod(0o755)
     assert load_settings()

@@ -8,6 +8,7 @@ are checked against the Kubernetes schemas of every supported version (`kubernet
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -71,7 +72,10 @@ COMBINATIONS: dict[str, dict[str, Any]] = {
         "controller": {"replicas": 1, "leaderElection": {"enabled": False}},
         "watchNamespace": "devices",
         "webhook": {"enabled": False},
-        "agent": {"priorityClassName": "system-node-critical"},
+        "agent": {
+            "priorityClassName": "system-node-critical",
+            "allowedMountPaths": ["/srv/models", "/var/lib/camera-config"],
+        },
     },
 }
 
@@ -161,6 +165,25 @@ def test_agent_options_reach_the_pod() -> None:
     pod = the("single-controller-namespaced", "DaemonSet", "-agent")["spec"]["template"]["spec"]
     assert pod["priorityClassName"] == "system-node-critical"
     assert env(pod["containers"][0])["AKRI_NAMESPACE"] == "devices"
+
+
+def test_allowed_mount_paths_reach_the_agent_and_are_mounted_read_only_into_it() -> None:
+    """The agent follows links in them as the node has them; none are allowed by default."""
+    pod = the("single-controller-namespaced", "DaemonSet", "-agent")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    allowed = ["/srv/models", "/var/lib/camera-config"]
+    assert json.loads(env(container)["ALLOWED_MOUNT_PATHS"]) == allowed
+    mounted = {m["name"]: m for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    for i, path in enumerate(allowed):
+        assert mounted[f"allowed-mount-{i}"] == {
+            "name": f"allowed-mount-{i}",
+            "mountPath": path,
+            "readOnly": True,
+        }
+        assert volumes[f"allowed-mount-{i}"]["hostPath"] == {"path": path}
+    defaults = the("defaults", "DaemonSet", "-agent")["spec"]["template"]["spec"]
+    assert "ALLOWED_MOUNT_PATHS" not in env(defaults["containers"][0])
 
 
 def test_controller_is_two_replicas_behind_a_lease_with_a_disruption_budget() -> None:

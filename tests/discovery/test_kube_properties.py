@@ -31,7 +31,6 @@ async def seeded(apiserver: ApiServer, tmp_path: Path) -> AsyncIterator[client.A
     api = await config.new_client_from_config(config_file=str(kubeconfig), persist_config=False)
     async with api:
         core = client.CoreV1Api(api)
-        await core.create_namespace(client.V1Namespace(metadata=meta("other")))
         await core.create_namespaced_secret(
             NS,
             client.V1Secret(
@@ -39,7 +38,7 @@ async def seeded(apiserver: ApiServer, tmp_path: Path) -> AsyncIterator[client.A
             ),
         )
         await core.create_namespaced_config_map(
-            "other",
+            NS,
             client.V1ConfigMap(
                 metadata=meta("settings"),
                 data={"mode": "fast"},
@@ -65,8 +64,8 @@ async def test_values_secrets_and_config_maps(seeded: client.ApiClient) -> None:
     props = [
         prop("LITERAL", value="x"),
         prop("PASSWORD", **ref("secretKeyRef", "creds", "password")),
-        prop("MODE", **ref("configMapKeyRef", "settings", "mode", namespace="other")),
-        prop("BLOB", **ref("configMapKeyRef", "settings", "blob", namespace="other")),
+        prop("MODE", **ref("configMapKeyRef", "settings", "mode", namespace=NS)),  # its own
+        prop("BLOB", **ref("configMapKeyRef", "settings", "blob")),
         prop("OPT", **ref("configMapKeyRef", "absent", "k", optional=True)),
     ]
     assert await resolve_properties(props, NS, kube_reader(seeded)) == {
@@ -78,8 +77,8 @@ async def test_values_secrets_and_config_maps(seeded: client.ApiClient) -> None:
 
 
 async def test_missing_object_names_property_and_source(seeded: client.ApiClient) -> None:
-    props = [prop("MODE", **ref("configMapKeyRef", "settings", "mode"))]  # not in default
-    with pytest.raises(InvalidProperties, match="'MODE': ConfigMap default/settings not found"):
+    props = [prop("MODE", **ref("configMapKeyRef", "absent", "mode"))]
+    with pytest.raises(InvalidProperties, match="'MODE': ConfigMap default/absent not found"):
         await resolve_properties(props, NS, kube_reader(seeded))
 
 

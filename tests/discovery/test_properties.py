@@ -55,11 +55,19 @@ def test_secret_key_in_the_configurations_namespace_by_default() -> None:
     assert resolve(props, NS, {SECRET: {"user": b"admin"}}) == {"USER": b"admin"}
 
 
-def test_explicit_namespace() -> None:
+def test_the_configurations_own_namespace_may_be_named() -> None:
+    props = [prop("P", **config_map_ref("settings", "k", namespace=NS))]
+    assert sources(props, NS) == [CONFIG_MAP]
+    assert resolve(props, NS, {CONFIG_MAP: {"k": b"v"}}) == {"P": b"v"}
+
+
+def test_another_namespace_is_refused_before_anything_is_read() -> None:
     props = [prop("P", **config_map_ref("settings", "k", namespace="other"))]
-    other = Source("ConfigMap", "other", "settings")
-    assert sources(props, NS) == [other]
-    assert resolve(props, NS, {other: {"k": b"v"}, CONFIG_MAP: {"k": b"wrong"}}) == {"P": b"v"}
+    refusal = f"'P': a ConfigMap of namespace 'other' refused: .* own namespace \\('{NS}'\\) only"
+    with pytest.raises(InvalidProperties, match=refusal):
+        sources(props, NS)
+    with pytest.raises(InvalidProperties, match=refusal):
+        resolve(props, NS, {Source("ConfigMap", "other", "settings"): {"k": b"v"}})
 
 
 def test_each_source_is_read_once() -> None:

@@ -22,6 +22,7 @@ from akri.discovery_handlers.mdns.handler import service_of
 from akri.discovery_handlers.onvif import answers, camera, services, wsdiscovery
 from akri.naming import is_env_name
 
+CAMERA_URL = "http://camera/onvif"
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 SCHEMA = "http://www.onvif.org/ver10/schema"
@@ -184,8 +185,8 @@ class _Canned:
 
 
 async def _answer(namespace: str, operation: str, data: bytes) -> object:
-    camera = services.Camera(_Canned(data), await services.documents(), None)
-    return await camera.call(namespace, "http://camera/onvif", operation, signed=False)
+    camera = services.Camera(_Canned(data), await services.documents(), None, CAMERA_URL)
+    return await camera.call(namespace, CAMERA_URL, operation, signed=False)
 
 
 def _read(answer: object) -> None:

@@ -29,6 +29,8 @@ from aiohttp import web
 GROUP = "239.255.255.250"
 GROUP6 = "ff02::c"
 LOOPBACK = "127.0.0.1"
+ON_LOOPBACK = "allowLocalAddresses: true\n"
+"""discoveryDetails that let the handler call these cameras: it refuses loopback unless told."""
 ENV = "http://www.w3.org/2003/05/soap-envelope"
 WSA = "http://schemas.xmlsoap.org/ws/2004/08/addressing"
 WSD = "http://schemas.xmlsoap.org/ws/2005/04/discovery"
@@ -90,6 +92,7 @@ class FakeCamera:
         media: tuple[str, ...] = (MEDIA,),
         host: str = LOOPBACK,
         ipv6_interface: str | None = None,
+        discovery_address: str = LOOPBACK,
     ) -> None:
         self.uuid = uuid
         self.scopes = scopes
@@ -119,8 +122,9 @@ class FakeCamera:
             self._sender.bind(("::", 0, 0, self._index))
         else:
             self._group = (GROUP, port)
-            self._sender.bind((LOOPBACK, 0))
-        self.xaddr = ""
+            self._sender.bind((discovery_address, 0))  # the source of its datagrams
+        self.xaddr = ""  # its device service URL, which its discovery messages name
+        self.media_xaddr = ""  # the media service URL its answers name
         self._host = host  # where SOAP is served
 
     async def __aenter__(self) -> FakeCamera:
@@ -134,7 +138,7 @@ class FakeCamera:
         address = self._host.partition("%")[0]  # a camera cannot know its peers' zone
         host = f"[{address}]" if ":" in address else address
         self.xaddr = f"http://{host}:{http_port}/onvif/device_service"
-        self._media = f"http://{host}:{http_port}/onvif/media_service"
+        self.media_xaddr = f"http://{host}:{http_port}/onvif/media_service"
         sock = self._discovery_socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
@@ -311,14 +315,14 @@ class FakeCamera:
                 "</tds:Version></tds:Service>"
                 for namespace, address in [
                     (DEVICE, self.xaddr),
-                    *((m, self._media) for m in self.media),
+                    *((m, self.media_xaddr) for m in self.media),
                 ]
             )
             return f"<tds:GetServicesResponse>{services}</tds:GetServicesResponse>"
         if name == "GetCapabilities":
             return (
                 "<tds:GetCapabilitiesResponse><tds:Capabilities><tt:Media>"
-                f"<tt:XAddr>{self._media}</tt:XAddr></tt:Media></tds:Capabilities>"
+                f"<tt:XAddr>{self.media_xaddr}</tt:XAddr></tt:Media></tds:Capabilities>"
                 "</tds:GetCapabilitiesResponse>"
             )
         if name == "GetProfiles":

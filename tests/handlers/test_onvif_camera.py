@@ -13,6 +13,7 @@ from akri.discovery_handlers.onvif import answers
 from akri.discovery_handlers.onvif.camera import (
     Camera,
     answered_passes,
+    call_refused,
     details_of,
     device,
     host_address,
@@ -121,10 +122,17 @@ def test_ipv6_interface_refuses_what_cannot_name_an_interface(name: str) -> None
         details_of(f"ipv6Interface: {name!r}" if name != "1" else "ipv6Interface: 1")
 
 
-def test_an_unknown_ip_address_is_refused_by_an_ip_filter() -> None:
-    camera = Camera("http://cam.local/onvif", "abc")
+def test_a_service_url_whose_host_is_a_name_is_never_called() -> None:
+    """Only an IP address can be the datagram's sender, or matched by an ipAddresses filter."""
+    for details in ("", "ipAddresses: {action: Exclude, items: [x]}", "allowLocalAddresses: true"):
+        refused = call_refused("http://cam.local/onvif", "cam.local", details_of(details))
+        assert refused == "its host is not an IP address"
+
+
+def test_an_unknown_mac_address_is_refused_by_a_mac_filter() -> None:
+    camera = Camera("http://10.0.0.5/onvif", "abc")
     assert answered_passes(camera, details_of(""))
-    assert not answered_passes(camera, details_of("ipAddresses: {action: Exclude, items: [x]}"))
+    assert not answered_passes(camera, details_of("macAddresses: {action: Exclude, items: [x]}"))
 
 
 def test_credentials_most_specific_first() -> None:

@@ -47,7 +47,7 @@ def details(ipv6_interface: str) -> str:
     return (
         "discoveryTimeoutSeconds: 0.3\nprobeIntervalSeconds: 3600\n"
         f"interfaceAddress: 127.0.0.1\nipv6Interface: {ipv6_interface}\n"
-    )
+    )  # link-local IPv6 cameras are allowed on the link ipv6Interface names
 
 
 @pytest.mark.skipif(bool(LINK), reason="the namespace's own runner")

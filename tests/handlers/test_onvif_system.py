@@ -17,13 +17,20 @@ import yaml
 from akri.agent.discovery.model import Device, InvalidDetails, InvalidProperties
 from akri.discovery_handlers.main import HANDLERS
 from akri.discovery_handlers.onvif.handler import Onvif, from_environment
-from tests.handlers.fake_onvif import LOOPBACK, MEDIA, MEDIA2, FakeCamera, free_udp_port
+from tests.handlers.fake_onvif import (
+    LOOPBACK,
+    MEDIA,
+    MEDIA2,
+    ON_LOOPBACK,
+    FakeCamera,
+    free_udp_port,
+)
 from tests.handlers.streams import next_list
 
 SOAP_ENV = "http://www.w3.org/2003/05/soap-envelope"
 UUID = "3fa1fe68-b915-4053-a3e1-ac15a21f5f91"
 OTHER = "0b5c5c3a-5e7e-4b52-9a3b-5e0a1d2c3b4f"
-QUICK = "discoveryTimeoutSeconds: 0.2\ninterfaceAddress: 127.0.0.1\n"
+QUICK = "discoveryTimeoutSeconds: 0.2\ninterfaceAddress: 127.0.0.1\n" + ON_LOOPBACK
 ROUNDS = QUICK + "probeIntervalSeconds: 0.2\n"
 ONCE = QUICK + "probeIntervalSeconds: 3600\n"  # only Hello and Bye change the list later
 CREDENTIALS = {"username_default": b"admin", "password_default": b"secret"}
@@ -167,7 +174,8 @@ async def test_stream_uris_from_media2_when_offered_media1_otherwise(
 async def test_a_camera_on_ipv6(port: int) -> None:
     async with (
         FakeCamera(port=port, uuid=UUID, host="::1") as camera,
-        aclosing(discover(port, ONCE, CREDENTIALS)) as lists,
+        # Announced over IPv4 (from 127.0.0.1): only an operator's list lets another host in.
+        aclosing(discover(port, ONCE + "ipAddresses: {items: ['::1']}", CREDENTIALS)) as lists,
     ):
         (device,) = await next_list(lists)
     assert camera.xaddr.startswith("http://[::1]:")
@@ -411,7 +419,7 @@ def test_registered_and_configured_from_the_environment() -> None:
 async def test_the_example_configuration_finds_lobby_cameras_only(port: int) -> None:
     example = Path(__file__).parents[2] / "crds" / "examples" / "onvif.yaml"
     spec = yaml.safe_load(example.read_text())["spec"]
-    details = spec["discoveryHandler"]["discoveryDetails"]
+    details = spec["discoveryHandler"]["discoveryDetails"] + ON_LOOPBACK
     handler = Onvif(port=port, interface_address=LOOPBACK)
     async with (
         FakeCamera(port=port, uuid=UUID) as lobby,

@@ -27,7 +27,7 @@ from akri.sim.cluster import Cluster, load_client
 from akri.sim.manifests import apply_documents, load_documents
 from akri.sim.podnet.cluster import TOOLS
 from tests.chart.test_make_sim import ROOT, make_sim_command
-from tests.handlers.fake_onvif import FakeCamera, free_udp_port
+from tests.handlers.fake_onvif import ON_LOOPBACK, FakeCamera, free_udp_port
 from tests.support import eventually
 
 EXAMPLES = Path(__file__).parents[2] / "crds" / "examples"
@@ -140,6 +140,7 @@ async def test_onvif_example_finds_the_lobby_camera_only(node: Node) -> None:
         HandlerServer(handler, node.discovery_handlers_dir),
     ):
         example = yaml.safe_load((EXAMPLES / "onvif.yaml").read_text())
+        example["spec"]["discoveryHandler"]["discoveryDetails"] += ON_LOOPBACK
         await apply_documents(node.api, [secret, example])
         found = await eventually(
             lambda: instances(node, "akri-onvif"), "the lobby camera's Instance", deadline_s=60

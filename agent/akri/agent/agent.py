@@ -113,6 +113,7 @@ class Agent:
             reporter=lambda: StatusReporter(api_client, node),
             read_properties=kube_reader(api_client),
             offline_grace=settings.offline_grace,
+            allowed_mounts=settings.allowed_mount_paths,
         )
         configurations = ConfigurationWatcher(api_client, env, settings.akri_namespace)
         self.cache, self.configurations = cache, configurations

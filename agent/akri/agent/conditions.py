@@ -7,7 +7,8 @@ the problem types the reporting part of the agent is the source of; the conditio
 computed from all rows (`akri.node_reports`): Ready=True when every node that runs the
 Configuration discovers, otherwise Ready=False with the first problem's type as reason, plus
 each problem's condition (HandlerUnavailable, InvalidDetails, InvalidProperties, InvalidName,
-InvalidConfiguration, PluginUnavailable, WriteRefused) set True, naming the nodes that have it.
+InvalidConfiguration, RefusedHostPath, PluginUnavailable, WriteRefused) set True, naming the
+nodes that have it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ DISCOVERY_PROBLEMS = (
     ConditionType.INVALID_PROPERTIES,
     ConditionType.INVALID_NAME,
     ConditionType.INVALID_CONFIGURATION,
+    ConditionType.REFUSED_HOST_PATH,
 )
 """The types discovery (and reading the Configuration) decides, from one `Status`."""
 RUNNER_PROBLEMS = tuple(

@@ -15,6 +15,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -59,6 +60,8 @@ class RunnerEnv:
     offline_grace: float
     drop_handler_after: float = 300.0
     backoff: Callable[[], Backoff] = Backoff
+    allowed_mounts: tuple[Path, ...] = ()
+    """Host directories devices may have mounts under (settings.allowed_mount_paths)."""
 
 
 class ConfigurationRunner:
@@ -240,6 +243,7 @@ class ConfigurationRunner:
             on_status=self._on_status,
             backoff=self._env.backoff,
             drop_after=self._env.drop_handler_after,
+            allowed_mounts=self._env.allowed_mounts,
         )
         await session.run()
 

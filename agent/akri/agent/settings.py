@@ -6,6 +6,7 @@ and the reason, instead of surfacing later as a device that is never offered.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -17,10 +18,10 @@ from akri.discovery_handlers.debug_echo import DEFAULT_AVAILABILITY_FILE, parse_
 from akri.dra.mode import Mode
 from akri.durations import OFFLINE_GRACE_S, Duration
 from akri.naming import object_name_problem
+from akri.owner_only import directory_problem
 from akri.proto.deviceplugin.v1beta1.constants import DEVICE_PLUGIN_PATH
 from akri.proto.podresources.v1.constants import POD_RESOURCES_SOCKET
 from akri.settings import load
-from akri.unix_sockets import directory_problem
 
 PLUGINS_REGISTRY = "/var/lib/kubelet/plugins_registry"
 KUBELET_PLUGINS = "/var/lib/kubelet/plugins"
@@ -47,7 +48,15 @@ def _safe_directory(directory: Path) -> Path:
 
 
 SocketDirectory = Annotated[Path, AfterValidator(_safe_directory)]
-"""Where the agent serves sockets: refused when every user may write there."""
+"""Where the agent serves sockets: refused when a group or every user may write there."""
+
+
+def _mount_roots(paths: tuple[Path, ...]) -> tuple[Path, ...]:
+    """Absolute directories, with their links followed as the agent will follow handlers'."""
+    relative = [str(p) for p in paths if not p.is_absolute()]
+    if relative:
+        raise ValueError(f"mount directories must be absolute paths: {', '.join(relative)}")
+    return tuple(Path(os.path.realpath(p)) for p in paths)
 
 
 class AgentSettings(BaseSettings):
@@ -73,6 +82,9 @@ class AgentSettings(BaseSettings):
     """Whether the embedded debugEcho reports shared devices ("true" or "false")."""
     debug_echo_availability_file: Path = DEFAULT_AVAILABILITY_FILE
     """Write OFFLINE (or a description per line) here to take debugEcho devices offline."""
+    allowed_mount_paths: Annotated[tuple[Path, ...], AfterValidator(_mount_roots)] = ()
+    """Host directories (a JSON list) under which discovered devices may have mounts; a device
+    asking to mount anything else is left out (RefusedHostPath). None by default."""
     metrics_port: int = Field(default=8080, ge=0, le=65535)
     """Port of /metrics, /healthz and /readyz; 0 serves none of them."""
     offline_grace: Duration = OFFLINE_GRACE_S

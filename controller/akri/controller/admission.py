@@ -5,6 +5,8 @@ The CRD's schema and CEL rules check everything the API server can see; what the
 handler's own parser (`akri.discovery_handlers.catalog`), the same the handler runs before
 discovering, so a Configuration refused here is one the agent would report as InvalidDetails.
 Handlers not bundled with akri-py are let through: only they know their details.
+`discoveryProperties` that name a Secret or ConfigMap of another namespace are refused with the
+agent's own words (`akri.agent.discovery.properties`), before anything is looked up.
 
 The udev rules are also held to the subsystems the operator allows (`Policy`): a rule must
 match `SUBSYSTEM=="<allowed>"`, else it could hand a broker any device node of the host (a
@@ -22,7 +24,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from akri.agent.discovery.model import InvalidDetails
+from pydantic import ValidationError
+
+from akri.agent.discovery.model import InvalidDetails, InvalidProperties
+from akri.agent.discovery.properties import sources
+from akri.api import DiscoveryProperty
 from akri.discovery_handlers.catalog import DETAILS_PARSERS
 from akri.discovery_handlers.udev import devices as udev
 
@@ -55,15 +61,31 @@ class Access:
     why: str
 
 
+def properties_problem(handler: Mapping[str, Any], namespace: str) -> str | None:
+    """Why the agent would refuse these discoveryProperties in `namespace` (another namespace's
+    Secret or ConfigMap); None when it would read them."""
+    listed = handler.get("discoveryProperties") or []
+    try:
+        sources([DiscoveryProperty.model_validate(p) for p in listed], namespace)
+    except ValidationError:
+        return None  # the schema's to refuse
+    except InvalidProperties as error:
+        return f"spec.discoveryHandler.discoveryProperties: {error}"
+    return None
+
+
 def configuration_problem(
     configuration: Mapping[str, Any], namespace: str = "", policy: Policy = Policy()
 ) -> str | None:
-    """Why this Configuration is refused (its handler refuses its discoveryDetails, or its
-    udev rules reach beyond the allowed subsystems); None when it is accepted."""
+    """Why this Configuration is refused (its handler refuses its discoveryDetails, the agent
+    its discoveryProperties in `namespace`, or its udev rules reach beyond the allowed
+    subsystems); None when it is accepted."""
     spec = configuration.get("spec")
     handler = spec.get("discoveryHandler") if isinstance(spec, Mapping) else None
     if not isinstance(handler, Mapping):
         return None  # the schema requires it; nothing handler-specific to add
+    if (problem := properties_problem(handler, namespace)) is not None:
+        return problem
     parse = DETAILS_PARSERS.get(str(handler.get("name")))
     details = handler.get("discoveryDetails", "")
     if parse is None or not isinstance(details, str):

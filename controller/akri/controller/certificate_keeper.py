@@ -14,7 +14,6 @@ import asyncio
 import base64
 import datetime
 import logging
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from akri.controller.serving_certificate import (
     renewed,
 )
 from akri.kube.calls import call, describe
+from akri.owner_only import write_atomically
 from akri.service import Service
 
 log = logging.getLogger(__name__)
@@ -45,13 +45,6 @@ Clock = Callable[[], datetime.datetime]
 
 def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
-
-
-def _write_atomically(path: Path, content: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.new")
-    temporary.write_bytes(content)
-    temporary.chmod(0o600)
-    os.replace(temporary, path)
 
 
 class CertificateKeeper(Service):
@@ -142,11 +135,10 @@ class CertificateKeeper(Service):
         raise RuntimeError(f"ValidatingWebhookConfiguration {self._configuration} kept changing")
 
     def _write_files(self, data: dict[str, bytes]) -> None:
-        self._cert_dir.mkdir(parents=True, exist_ok=True)
         for name in (KEY_FILE, CERT_FILE):  # the server reloads when either changes
             path = self._cert_dir / name
             if not path.exists() or path.read_bytes() != data[name]:
-                _write_atomically(path, data[name])
+                write_atomically(path, data[name])
 
     async def _keep(self) -> None:
         backoff = Backoff(initial=self._retry, maximum=min(self._retry_limit, self._interval))

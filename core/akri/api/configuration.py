@@ -38,6 +38,7 @@ class ConditionType(StrEnum):
     PLUGIN_UNAVAILABLE = "PluginUnavailable"
     WRITE_REFUSED = "WriteRefused"
     CONTROLLER_WRITE_REFUSED = "ControllerWriteRefused"
+    REFUSED_HOST_PATH = "RefusedHostPath"
 
 
 NODE_PROBLEMS: tuple[str, ...] = (
@@ -46,6 +47,7 @@ NODE_PROBLEMS: tuple[str, ...] = (
     ConditionType.INVALID_PROPERTIES,
     ConditionType.INVALID_NAME,
     ConditionType.INVALID_CONFIGURATION,
+    ConditionType.REFUSED_HOST_PATH,
     ConditionType.PLUGIN_UNAVAILABLE,
     ConditionType.WRITE_REFUSED,
 )
@@ -61,7 +63,8 @@ class KeySelector(WireModel):
     key: str = Field(min_length=1)
     """Key within its data."""
     namespace: str | None = None
-    """Namespace of the Secret or ConfigMap; defaults to the Configuration's own."""
+    """Namespace of the Secret or ConfigMap: the Configuration's own, which is the default; the
+    agent and the webhook refuse any other."""
     optional: bool = False
     """When true a missing key leaves the property out; when false discovery stops with an error."""
 

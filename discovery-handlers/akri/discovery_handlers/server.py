@@ -25,6 +25,7 @@ from akri.agent.discovery.handler import DiscoveryHandler
 from akri.agent.discovery.model import DiscoveryError, InvalidDetails
 from akri.agent.discovery.registration import registration_socket
 from akri.backoff import Backoff
+from akri.owner_only import make_directory
 from akri.proto.discovery.v0 import discovery_pb2 as pb
 from akri.proto.discovery.v0.discovery_pb2_grpc import (
     DiscoveryHandlerServicer,
@@ -117,7 +118,7 @@ class HandlerServer(Service):
             self._server, port = await serve(self._handler, f"0.0.0.0:{self._port}")
             self.endpoint, endpoint_type = network_endpoint(self._pod_ip, port), NETWORK
         else:
-            self._socket.parent.mkdir(parents=True, exist_ok=True)
+            make_directory(self._socket.parent)
             self._socket.unlink(missing_ok=True)
             self._server, _ = await serve(self._handler, f"unix://{self._socket}")
             self.endpoint, endpoint_type = str(self._socket), UDS

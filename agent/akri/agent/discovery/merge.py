@@ -24,8 +24,9 @@ def merge(lists: Iterable[Sequence[Device]]) -> list[Device]:
 def summarise(handler: str, endpoints: Mapping[str, Status | None]) -> Status | None:
     """The status of a Configuration from its endpoints' (None: still connecting).
 
-    Invalid details win (no endpoint can help), then any working endpoint makes it READY;
-    None means nothing new can be said yet.
+    Invalid details win (no endpoint can help), then a refused host path (a device left out,
+    however many endpoints work), then any working endpoint makes it READY; None means nothing
+    new can be said yet.
     """
     if not endpoints:
         return Status(
@@ -33,7 +34,11 @@ def summarise(handler: str, endpoints: Mapping[str, Status | None]) -> Status | 
             f"no discovery handler named {handler!r} is registered on this node",
         )
     known = [endpoints[key] for key in sorted(endpoints) if endpoints[key] is not None]
-    for wanted in (ConditionType.INVALID_DETAILS, ConditionType.READY):
+    for wanted in (
+        ConditionType.INVALID_DETAILS,
+        ConditionType.REFUSED_HOST_PATH,
+        ConditionType.READY,
+    ):
         found = next((s for s in known if s is not None and s.condition is wanted), None)
         if found is not None:
             return found

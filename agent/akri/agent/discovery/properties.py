@@ -5,6 +5,11 @@ The rules of docs/design.md §3: `value` wins over `valueFrom`; a Secret's `data
 `binaryData` (base64); the namespace defaults to the Configuration's; a missing object or key is
 skipped when optional and otherwise an `InvalidProperties` error naming property and source.
 Reading the objects is the caller's job (see `kube_properties`).
+
+A selector may name a namespace (Akri's field), but only the Configuration's own: the agent may
+read Secrets cluster-wide, and whoever may write a Configuration in one namespace must not
+reach another's through it. The refusal comes before any read and is worded the same whether
+the object exists or not (docs/security.md, "Secrets and ConfigMaps").
 """
 
 from __future__ import annotations
@@ -52,12 +57,18 @@ def reference(prop: DiscoveryProperty, namespace: str) -> bytes | Reference:
     selector = secret or config_map
     assert selector is not None  # PropertySource requires exactly one of them
     kind: Literal["ConfigMap", "Secret"] = "Secret" if secret else "ConfigMap"
-    source = Source(kind, selector.namespace or namespace, selector.name)
+    if selector.namespace not in (None, namespace):
+        raise InvalidProperties(
+            f"discovery property {prop.name!r}: a {kind} of namespace {selector.namespace!r} "
+            f"refused: a Configuration reads those of its own namespace ({namespace!r}) only"
+        )
+    source = Source(kind, namespace, selector.name)
     return Reference(prop.name, source, selector.key, selector.optional)
 
 
 def sources(properties: Iterable[DiscoveryProperty], namespace: str) -> list[Source]:
-    """Every object the properties read from, each once, in a stable order."""
+    """Every object the properties of a Configuration in `namespace` read from, each once, in
+    a stable order; InvalidProperties when one names another namespace."""
     refs = (reference(p, namespace) for p in properties)
     return sorted({r.source for r in refs if isinstance(r, Reference)})
 

@@ -17,6 +17,7 @@ from akri import grpc_servers
 from akri.agent.discovery.endpoints import UDS, parse_endpoint
 from akri.agent.discovery.external import ExternalHandler
 from akri.agent.discovery.registry import HandlerRegistry
+from akri.owner_only import make_directory
 from akri.proto.discovery.v0.discovery_pb2 import Empty, RegisterDiscoveryHandlerRequest
 from akri.proto.discovery.v0.discovery_pb2_grpc import (
     RegistrationServicer,
@@ -74,7 +75,7 @@ class RegistrationServer(Service):
 
     async def start(self) -> None:
         """Bind a fresh socket: a stale file from a previous agent would refuse connections."""
-        self.socket.parent.mkdir(parents=True, exist_ok=True)
+        make_directory(self.socket.parent)
         self.socket.unlink(missing_ok=True)
         server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES)])
         add_RegistrationServicer_to_server(_Registration(self._registry), server)

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import aclosing
+from pathlib import Path
 
+from akri.agent.discovery import host_paths
 from akri.agent.discovery.handler import DiscoveryHandler
 from akri.agent.discovery.merge import merge, summarise
 from akri.agent.discovery.model import Device, DiscoveryError, InvalidDetails, Status
@@ -40,6 +42,7 @@ class DiscoverySession:
         on_status: StatusCallback,
         backoff: Callable[[], Backoff] = Backoff,
         drop_after: float = 300.0,
+        allowed_mounts: Sequence[Path] = (),
     ) -> None:
         self.devices: list[Device] | None = None
         """The merged list last reported; None until an endpoint has delivered one."""
@@ -52,6 +55,7 @@ class DiscoverySession:
         self._on_status = on_status
         self._backoff = backoff
         self._drop_after = drop_after
+        self._allowed_mounts = tuple(allowed_mounts)
         self._ready = Status(ConditionType.READY, f"discovering with handler {handler!r}")
         self._lists: dict[str, list[Device]] = {}
         self._states: dict[str, Status | None] = {}
@@ -98,7 +102,7 @@ class DiscoverySession:
                     async for devices in lists:
                         backoff.reset()
                         failing_since = None
-                        self._update(endpoint, devices, self._ready)
+                        self._update(endpoint, *self._admitted(devices))
                 status = Status(
                     ConditionType.HANDLER_UNAVAILABLE,
                     f"discovery handler {self._handler!r} at {endpoint} ended its device stream",
@@ -125,6 +129,14 @@ class DiscoverySession:
             delay = backoff.next_delay()
             log.info("%s; retrying in %.1f s", status.message, delay)
             await asyncio.sleep(delay)
+
+    def _admitted(self, devices: list[Device]) -> tuple[list[Device], Status]:
+        """The devices whose host paths are allowed, and READY or why one was left out."""
+        kept, refused = host_paths.admitted(devices, self._allowed_mounts)
+        if not refused:
+            return kept, self._ready
+        more = f" (and {len(refused) - 1} more devices)" if len(refused) > 1 else ""
+        return kept, Status(ConditionType.REFUSED_HOST_PATH, refused[0] + more)
 
     def _update(self, endpoint: str, devices: list[Device] | None, status: Status) -> None:
         if devices is None:

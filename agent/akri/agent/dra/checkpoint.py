@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any
+
+from akri import owner_only
 
 log = logging.getLogger(__name__)
 
@@ -22,15 +23,8 @@ FILE_NAME = "checkpoint.json"
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Readers see the old or the new file, never a part; the temporary name starts with a dot
-    so that no reader of the directory (a CDI runtime) takes it for a file of its own."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    aside = path.with_name(f".{path.name}.tmp")
-    with aside.open("w") as stream:
-        stream.write(text)
-        stream.flush()
-        os.fsync(stream.fileno())
-    aside.replace(path)
+    """`path` holds `text`, owner-only, never seen half-written (`akri.owner_only`)."""
+    owner_only.write_atomically(path, text.encode())
 
 
 def load(path: Path) -> dict[str, JSON]:

@@ -21,6 +21,7 @@ import grpc
 from akri import grpc_servers
 from akri.agent.dra.plugin import DraPlugin
 from akri.dra.devices import DRIVER
+from akri.owner_only import make_directory
 from akri.proto.dra.v1.api_pb2_grpc import add_DRAPluginServicer_to_server
 from akri.proto.dra.v1.constants import DRA_PLUGIN_SERVICE, HEALTH_SERVICE
 from akri.proto.drahealth.v1alpha1.api_pb2_grpc import add_DRAResourceHealthServicer_to_server
@@ -98,7 +99,7 @@ class KubeletDraPlugin:
 
 def _replace_stale(socket: Path) -> None:
     """An earlier agent's socket: nobody serves it any more."""
-    socket.parent.mkdir(parents=True, exist_ok=True)
+    make_directory(socket.parent)
     socket.unlink(missing_ok=True)
 
 

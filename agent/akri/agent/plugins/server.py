@@ -23,6 +23,7 @@ import grpc
 
 from akri import grpc_servers
 from akri.agent.plugins.sockets import new_nonce, socket_name
+from akri.owner_only import make_directory
 from akri.proto.deviceplugin.v1beta1.api_pb2 import DevicePluginOptions, RegisterRequest
 from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import (
     DevicePluginServicer,
@@ -118,7 +119,7 @@ class PluginServer:
         return not self.socket.exists()
 
     async def start(self) -> None:
-        self.socket.parent.mkdir(parents=True, exist_ok=True)
+        make_directory(self.socket.parent)
         server = grpc.aio.server(options=LOCAL_PEER_OPTIONS)
         server.add_generic_rpc_handlers(self._handlers)
         add_port(server, f"unix://{self.socket}")

@@ -1,9 +1,13 @@
-"""Pure: onvif discoveryDetails, which cameras pass the filters, and their device properties.
+"""Pure: onvif discoveryDetails, which service URLs may be called, which cameras pass the
+filters, and their device properties.
 
 A camera reachable at several service URLs is one device per URL, identified as Akri does by
-`<serviceUrl>-<uuid>`. Scope and uuid filters apply to what WS-Discovery tells; the IP address
-(the service URL's host) and the MAC address (learnt with credentials) filters apply after
-the camera answered. A filter on a value that could not be learnt refuses the camera.
+`<serviceUrl>-<uuid>`. Anyone on the link can send WS-Discovery, so before anything is sent to
+a service URL its host must be an IP address, the sender of the datagram that named it (or
+listed in an Include `ipAddresses` filter), not loopback or link-local (unless allowed), and
+pass the scope, uuid and IP address filters. Only the MAC address filter, which the camera
+alone can tell (with credentials), applies after it answered. A filter on a value that could
+not be learnt refuses the camera.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ class Details(BaseModel):
     ipv6_interface: Annotated[str, AfterValidator(_interface_name)] | None = Field(
         None, alias="ipv6Interface"
     )
+    allow_local_addresses: bool = Field(False, alias="allowLocalAddresses")
 
 
 def details_of(details: str) -> Details:
@@ -71,6 +76,84 @@ def announced_passes(endpoint: Endpoint, details: Details) -> bool:
     return admits(details.scopes, endpoint.scopes, same_text) and admits(
         details.uuids, [endpoint.uuid], same_text
     )
+
+
+def _listed(addresses: FilterList[str] | None, host: str) -> bool:
+    """`host` is an item of an Include filter: the operator named it."""
+    return (
+        addresses is not None
+        and addresses.action == "Include"
+        and any(same_text(item, host) for item in addresses.items)
+    )
+
+
+def _local(address: ipaddress.IPv4Address | ipaddress.IPv6Address, details: Details) -> bool:
+    """Loopback, link-local, unspecified or multicast: the node itself, its link's services
+    (169.254.169.254 is a cloud's metadata service) or no single host. IPv6 link-local is the
+    camera's own address on the link `ipv6Interface` names, so allowed there."""
+    if address.is_link_local and address.version == 6 and details.ipv6_interface is not None:
+        return False
+    return (
+        address.is_loopback
+        or address.is_link_local
+        or address.is_unspecified
+        or address.is_multicast
+    )
+
+
+def _unzoned(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(host.partition("%")[0])
+    except ValueError:
+        return None
+
+
+def call_refused(service_url: str, sender: str | None, details: Details) -> str | None:
+    """Why nothing may be sent to `service_url`, which a datagram from `sender` named; None
+    when the camera may be asked. Decided before any call, credentials or not."""
+    host = host_address(service_url)
+    address = None if host is None else _unzoned(host)
+    if host is None or address is None:
+        return "its host is not an IP address"
+    if _local(address, details) and not details.allow_local_addresses:
+        return f"{address} is a loopback or link-local address (allowLocalAddresses is off)"
+    if address != _unzoned(sender or "") and not _listed(details.ip_addresses, host):
+        return (
+            f"it was announced by {sender or 'no known sender'}, not by {host} itself "
+            "(list it in an Include ipAddresses filter to allow that)"
+        )
+    if not admits(details.ip_addresses, [host], same_text):
+        return "the ipAddresses filter refuses it"
+    return None
+
+
+def _host(url: str) -> str | None:
+    """The URL's host, an IP address without its zone in its usual form, or a lowercase name."""
+    try:
+        host = unquote(urlsplit(url).hostname or "")
+    except ValueError:
+        return None
+    address = _unzoned(host)
+    return str(address) if address is not None else host.lower() or None
+
+
+def same_host(url: str, service_url: str) -> bool:
+    """`url` names the host of `service_url`: where a camera's other services may be called."""
+    host = _host(url)
+    return host is not None and host == _host(service_url)
+
+
+def without_userinfo(uri: str) -> str | None:
+    """`uri` without any `user:password@` (None when it cannot be read as a URL): a camera
+    may put its credentials in stream URIs, and Instance properties are readable by anyone
+    who may read Instances, and become brokers' environment."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return None
+    if "@" not in parts.netloc:
+        return uri
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def host_address(service_url: str) -> str | None:
@@ -124,10 +207,9 @@ class Camera:
 
 
 def answered_passes(camera: Camera, details: Details) -> bool:
-    ip, mac = camera.ip_address, camera.mac_address
-    return admits(details.ip_addresses, None if ip is None else [ip], same_text) and admits(
-        details.mac_addresses, None if mac is None else [mac], same_text
-    )
+    """The MAC address filter, the only one that needs the camera's answer."""
+    mac = camera.mac_address
+    return admits(details.mac_addresses, None if mac is None else [mac], same_text)
 
 
 def properties(camera: Camera) -> dict[str, str]:
@@ -142,7 +224,8 @@ def properties(camera: Camera) -> dict[str, str]:
     for suffix in sorted(camera.information):
         result[f"{PREFIX}{suffix}"] = camera.information[suffix]
     for token in sorted(camera.stream_uris):
-        result.setdefault(f"{PREFIX}STREAM_URI_{env_suffix(token)}", camera.stream_uris[token])
+        if (uri := without_userinfo(camera.stream_uris[token])) is not None:
+            result.setdefault(f"{PREFIX}STREAM_URI_{env_suffix(token)}", uri)
     return result
 
 

@@ -92,7 +92,7 @@ async def inspect(
     credentials: Credentials | None,
 ) -> Camera | None:
     """The camera at `service_url`, or None when it does not answer GetSystemDateAndTime."""
-    services = Services(transport, documents, credentials)
+    services = Services(transport, documents, credentials, service_url)
     try:
         clock = await services.call(DEVICE, service_url, "GetSystemDateAndTime", signed=False)
     except CameraError as error:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 
 import aiohttp
@@ -19,6 +20,8 @@ from akri.discovery_handlers.onvif import camera, probe
 from akri.discovery_handlers.onvif.credentials import Credentials, credential_table, credentials_for
 from akri.discovery_handlers.onvif.wsdiscovery import PORT, Endpoint, Message
 from akri.settings import Variable
+
+log = logging.getLogger(__name__)
 
 INTERFACE_ENV = "ONVIF_INTERFACE_ADDRESS"
 IPV6_INTERFACE_ENV = "ONVIF_IPV6_INTERFACE"
@@ -59,12 +62,22 @@ class _Cameras:
         self._details = details
         self._credentials = credentials
 
+    def _callable(self, endpoint: Endpoint) -> list[str]:
+        """The endpoint's service URLs that may be asked anything (see camera.call_refused)."""
+        chosen = []
+        for url in endpoint.xaddrs:
+            if (refused := camera.call_refused(url, endpoint.sender, self._details)) is None:
+                chosen.append(url)
+            else:
+                log.warning("onvif camera %s at %s not called: %s", endpoint.uuid, url, refused)
+        return chosen
+
     async def _devices(self, endpoint: Endpoint) -> list[Device]:
         if not camera.announced_passes(endpoint, self._details):
             return []
         credentials = credentials_for(self._credentials, endpoint.uuid)
         answered = await asyncio.gather(
-            *(self._inspect(url, endpoint.uuid, credentials) for url in endpoint.xaddrs)
+            *(self._inspect(url, endpoint.uuid, credentials) for url in self._callable(endpoint))
         )
         return [
             camera.device(c)

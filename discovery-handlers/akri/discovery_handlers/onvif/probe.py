@@ -56,7 +56,7 @@ class _Datagrams(asyncio.DatagramProtocol):
     def datagram_received(self, data: bytes, addr: tuple[str | int, ...]) -> None:
         message = wsdiscovery.parse(data)
         if message is not None:
-            self._received(message)
+            self._received(message.sent_by(str(addr[0])))
 
 
 Option = tuple[int, int, int | bytes]  # setsockopt's level, name and value

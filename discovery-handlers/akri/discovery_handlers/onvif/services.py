@@ -48,7 +48,7 @@ from zeep.exceptions import Error as ZeepError
 from zeep.proxy import AsyncServiceProxy
 from zeep.wsdl import Document
 
-from akri.discovery_handlers.onvif.camera import with_zone
+from akri.discovery_handlers.onvif.camera import same_host, with_zone
 from akri.discovery_handlers.onvif.credentials import Credentials
 
 log = logging.getLogger(__name__)
@@ -155,6 +155,7 @@ class Transport:
             data=etree.tostring(envelope),
             headers=headers,
             timeout=self._timeout,
+            allow_redirects=False,  # a redirect could send the request to any host
         ) as reply:
             content = bytearray()
             async for chunk in reply.content.iter_any():
@@ -168,17 +169,21 @@ class Transport:
 
 
 class Camera:
-    """The services of one camera, signed with its credentials and its clock when known."""
+    """The services of the camera at `service_url`, signed with its credentials and its clock
+    when known. Only that URL's host is called: a camera's answers (GetServices,
+    GetCapabilities) may name service addresses anywhere, which are refused."""
 
     def __init__(
         self,
         transport: AnswerTransport,
         documents: Mapping[str, Document],
         credentials: Credentials | None,
+        service_url: str,
     ) -> None:
         self._transport = transport
         self._documents = documents
         self._credentials = credentials
+        self._service_url = service_url
         self.clock_offset = timedelta()
 
     def _proxy(self, namespace: str, address: str, signed: bool) -> AsyncServiceProxy:
@@ -204,6 +209,8 @@ class Camera:
         self, namespace: str, address: str, operation: str, signed: bool = True, **arguments: Any
     ) -> Any:
         """The answer of one operation, as zeep reads it; CameraError for anything but one."""
+        if not same_host(address, self._service_url):
+            raise CameraError(f"{operation}: {address} is not on the camera's host, not called")
         proxy = self._proxy(namespace, address, signed)
         try:
             return await getattr(proxy, operation)(**arguments)

@@ -8,6 +8,7 @@ the XAddrs out; a Resolve naming the endpoint's address then asks for them (Reso
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 import xml.etree.ElementTree as ET
@@ -84,6 +85,7 @@ class Endpoint:
     scopes: tuple[str, ...] = ()
     types: tuple[str, ...] = ()
     address: str = field(default="", compare=False)  # as sent, for a Resolve
+    sender: str | None = field(default=None, compare=False)  # the datagram's source address
 
     @property
     def reference(self) -> str:
@@ -100,6 +102,12 @@ class Message:
     kind: Kind
     endpoints: tuple[Endpoint, ...]
     relates_to: str | None = None
+
+    def sent_by(self, sender: str) -> Message:
+        """The message with each endpoint marked as told by `sender` (an IP address): only
+        that host is taken at its word for its service URLs."""
+        endpoints = tuple(dataclasses.replace(e, sender=sender) for e in self.endpoints)
+        return dataclasses.replace(self, endpoints=endpoints)
 
 
 def _words(element: ET.Element, name: str) -> tuple[str, ...]:
