@@ -21,7 +21,6 @@ from akri.agent.discovery.model import Device, HandlerUnavailable
 from akri.discovery_handlers.opcua.servers import (
     NAME,
     Answer,
-    Application,
     ApplicationType,
     Described,
     Server,
@@ -41,6 +40,7 @@ CHECK_TIMEOUT_S = 3.0
 REQUEST_TIMEOUT_S = 5.0
 """Connecting, opening the channel and FindServers together."""
 RESOLVE_TIMEOUT_S = 3.0
+"""For every host name of a round's answers together."""
 MAX_HOPS = 2
 """Discovery servers followed from a configured URL: an LDS, and one it names."""
 MAX_QUERIES = 128
@@ -88,17 +88,22 @@ class Finder:
                 break
             asked.update(pending)
             answers = await asyncio.gather(*(self._ask(url) for url in pending))
+            offered = [
+                (answer.url, application, url)
+                for answer in answers
+                for application in answer.applications
+                if (url := preferred_url(application)) is not None and host_of(url)
+            ]
+            resolvable = await self._resolvable({host_of(url) or "" for _, _, url in offered})
             pending = []
-            for answer in answers:
-                found.problems.extend(answer.problems)
-                for application in answer.applications:
-                    url = await self._usable_url(application, answer.url)
-                    if url is None:
-                        continue
-                    if application.kind is ApplicationType.DISCOVERY_SERVER:
-                        pending.append(url)
-                    else:
-                        found.servers.append(Server(url, application))
+            for answered, application, url in offered:
+                if (host_of(url) or "") not in resolvable:
+                    url = with_host(url, _host_port(answered)[0])
+                if application.kind is ApplicationType.DISCOVERY_SERVER:
+                    pending.append(url)
+                else:
+                    found.servers.append(Server(url, application))
+            found.problems.extend(p for answer in answers for p in answer.problems)
         return found
 
     async def _ask(self, url: str) -> Answer:
@@ -127,25 +132,28 @@ class Finder:
         await writer.wait_closed()
         return True
 
-    async def _usable_url(self, application: Application, answered: str) -> str | None:
-        """The application's preferred URL, its host replaced by the one that answered when
-        it cannot be reached by name."""
-        url = preferred_url(application)
-        host = host_of(url) if url else None
-        if url is None or host is None:
-            return None
-        if is_unspecified(host) or not await self._resolves(host):
-            return with_host(url, _host_port(answered)[0])
-        return url
-
-    async def _resolves(self, host: str) -> bool:
+    async def _resolvable(self, hosts: set[str]) -> set[str]:
+        """The hosts that resolve within one shared timeout, so a slow name server costs a
+        round RESOLVE_TIMEOUT_S however many names an answer holds. An unspecified address
+        (0.0.0.0, ::), which a server bound to every interface may announce, does not count."""
         loop = asyncio.get_running_loop()
-        try:
-            async with asyncio.timeout(RESOLVE_TIMEOUT_S):
+
+        async def resolves(host: str) -> bool:
+            try:
                 await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-        except (OSError, TimeoutError):
-            return False
-        return True
+            except OSError:
+                return False
+            return True
+
+        tasks = {
+            host: asyncio.create_task(resolves(host)) for host in hosts if not is_unspecified(host)
+        }
+        if not tasks:
+            return set()
+        done, waiting = await asyncio.wait(tasks.values(), timeout=RESOLVE_TIMEOUT_S)
+        for task in waiting:
+            task.cancel()
+        return {host for host, task in tasks.items() if task in done and task.result()}
 
 
 class OpcUa:
