@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from akri.api import Configuration
+from akri.discovery_handlers.opcua.servers import details_of as opcua_details
 from tests.chart.helm_render import lint, render
 
 # kubernetes-validate re-reads its 2 MB definitions file on every call: read each file once.
@@ -31,7 +32,7 @@ NO_SCHEMA = {"monitoring.coreos.com/v1", "cert-manager.io/v1"}
 
 ALL_EXAMPLES = {
     name: {"enabled": True, "brokerImage": "nginx:stable-alpine", "servicePort": 80}
-    for name in ("debugEcho", "udev", "onvif", "mdns")
+    for name in ("debugEcho", "udev", "onvif", "mdns", "opcua")
 }
 COMBINATIONS: dict[str, dict[str, Any]] = {
     "defaults": {},
@@ -41,7 +42,7 @@ COMBINATIONS: dict[str, dict[str, Any]] = {
     },
     "all-handlers-and-examples": {
         "discoveryHandlers": {
-            **{name: {"enabled": True} for name in ("debugEcho", "udev", "mdns")},
+            **{name: {"enabled": True} for name in ("debugEcho", "udev", "mdns", "opcua")},
             "onvif": {"enabled": True, "interfaceAddress": "10.0.0.2", "ipv6Interface": "eth0"},
         },
         "examples": {
@@ -57,6 +58,12 @@ COMBINATIONS: dict[str, dict[str, Any]] = {
                 "credentialsSecret": "onvif-auth",
             },
             "mdns": {**ALL_EXAMPLES["mdns"], "names": ["^printer-.*"]},
+            "opcua": {
+                **ALL_EXAMPLES["opcua"],
+                "discoveryUrls": ["opc.tcp://localhost:4840/", "opc.tcp://10.0.0.20:48010/"],
+                "applicationNames": {"action": "Include", "items": ["Press 1"]},
+                "mountCertificates": True,
+            },
         },
         "agent": {"discoveryPropertiesFrom": {"secrets": True, "configMaps": True}},
     },
@@ -228,10 +235,12 @@ def test_handlers_are_opt_in_with_the_host_access_each_needs() -> None:
         "udev-discovery",
         "onvif-discovery",
         "mdns-discovery",
+        "opcua-discovery",
     }
     for name, pod in handlers.items():
-        multicast = name in ("onvif-discovery", "mdns-discovery")
-        assert pod.get("hostNetwork", False) is multicast, name
+        # multicast, or the node's own OPC UA discovery server at localhost
+        host_network = name in ("onvif-discovery", "mdns-discovery", "opcua-discovery")
+        assert pod.get("hostNetwork", False) is host_network, name
         mounts = {m["mountPath"] for c in pod["containers"] for m in c["volumeMounts"]}
         assert ("/run/udev" in mounts) is (name == "udev-discovery"), name
         if name != "agent":
@@ -243,6 +252,7 @@ def test_handlers_are_opt_in_with_the_host_access_each_needs() -> None:
                     "udev-discovery": "udev",
                     "onvif-discovery": "onvif",
                     "mdns-discovery": "mdns",
+                    "opcua-discovery": "opcua",
                 }[name],
             ]
     onvif_env = {
@@ -351,7 +361,7 @@ def test_example_configurations_carry_their_values() -> None:
         c["spec"]["discoveryHandler"]["name"]: Configuration.model_validate(c)
         for c in objects("all-handlers-and-examples", "Configuration")
     }
-    assert set(configurations) == {"debugEcho", "udev", "onvif", "mdns"}
+    assert set(configurations) == {"debugEcho", "udev", "onvif", "mdns", "opcua"}
     echo = configurations["debugEcho"].spec
     assert (echo.capacity, echo.unique_devices) == (2, False)
     assert yaml.safe_load(echo.discovery_handler.discovery_details) == {
@@ -370,6 +380,38 @@ def test_example_configurations_carry_their_values() -> None:
     assert yaml.safe_load(configurations["mdns"].spec.discovery_handler.discovery_details)[
         "names"
     ] == {"action": "Include", "items": ["^printer-.*"]}
+
+
+def test_opcua_example_is_akris_format_and_mounts_client_certificates() -> None:
+    (configuration,) = (
+        c
+        for c in objects("all-handlers-and-examples", "Configuration")
+        if c["spec"]["discoveryHandler"]["name"] == "opcua"
+    )
+    details = configuration["spec"]["discoveryHandler"]["discoveryDetails"]
+    parsed = opcua_details(details)  # what the handler and the webhook accept
+    assert parsed.discovery_urls == ["opc.tcp://localhost:4840/", "opc.tcp://10.0.0.20:48010/"]
+    assert parsed.application_names is not None
+    assert parsed.application_names.items == ["Press 1"]
+    pod = configuration["spec"]["brokerSpec"]["brokerPodSpec"]
+    (broker,) = pod["containers"]
+    assert broker["volumeMounts"] == [
+        {"name": "opcua-client-pki", "mountPath": "/etc/opcua-certs/client-pki", "readOnly": True}
+    ]
+    (volume,) = pod["volumes"]
+    assert volume["secret"]["secretName"] == "opcua-broker-credentials"
+    assert {i["key"]: i["path"] for i in volume["secret"]["items"]} == {
+        "client_certificate": "own/certs/AkriBroker.der",
+        "client_key": "own/private/AkriBroker.pfx",
+        "ca_certificate": "trusted/certs/SomeCA.der",
+        "ca_crl": "trusted/crl/SomeCA.crl",
+    }
+    others = [
+        c
+        for c in objects("all-handlers-and-examples", "Configuration")
+        if c["spec"]["discoveryHandler"]["name"] != "opcua"
+    ]
+    assert all("volumes" not in c["spec"]["brokerSpec"]["brokerPodSpec"] for c in others)
 
 
 def test_monitoring_scrapes_both_components() -> None:
@@ -396,6 +438,18 @@ REFUSED = {
     "relative-path": ({"agent": {"devicePluginsDir": "var/lib"}}, "at '/agent/devicePluginsDir'"),
     "unknown-top-level": ({"agnet": {}}, "additional properties 'agnet' not allowed"),
     "unknown-mode": ({"mode": "kubelet"}, "at '/mode'"),
+    "opcua-interval-too-short": (
+        {"examples": {"opcua": {"discoveryIntervalSeconds": 0.5}}},
+        "at '/examples/opcua/discoveryIntervalSeconds': minimum: got 0.5, want 1",
+    ),
+    "opcua-not-opc-tcp": (
+        {"examples": {"opcua": {"discoveryUrls": ["http://plc/"]}}},
+        "at '/examples/opcua/discoveryUrls/0'",
+    ),
+    "opcua-certificates-without-brokers": (
+        {"examples": {"opcua": {"enabled": True, "mountCertificates": True}}},
+        "examples.opcua.mountCertificates mounts into brokers: set examples.opcua.brokerImage",
+    ),
     "two-acting-controllers": (
         {"controller": {"leaderElection": {"enabled": False}}},
         "controller.replicas > 1 needs controller.leaderElection.enabled",

@@ -46,7 +46,12 @@ DETAILS: list[tuple[str, str, str | None]] = [
     ("mdns", "serviceTypes: [_http._tcp.local.]", None),
     ("mdns", "serviceTypes: [http]", "a service type looks like _http._tcp.local."),
     ("mdns", "names: {action: Include, items: ['(']}", "serviceTypes: Field required"),
-    ("opcua", "anything: [at all", None),  # not bundled: only that handler knows its details
+    ("opcua", "opcuaDiscoveryMethod: {standard: {discoveryUrls: [opc.tcp://plc:4840/]}}", None),
+    ("opcua", "", None),
+    ("opcua", "discoveryIntervalSeconds: 0.1", "discoveryIntervalSeconds: Input should be greater"),
+    ("opcua", "opcuaDiscoveryMethod: {standard: {discoveryUrls: [plc]}}", "discoveryUrls.0"),
+    ("opcua", "applicationNames: {action: Include, items: [a}", "line 1, column 46"),
+    ("coap", "anything: [at all", None),  # not bundled: only that handler knows its details
 ]
 IDS = [
     f"{handler}-{'ok' if refusal is None else 'refused'}-{i}"

@@ -11,6 +11,7 @@ import yaml
 from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
 
 from akri.discovery_handlers.mdns.handler import Mdns
+from akri.discovery_handlers.opcua.servers import details_of as opcua_details
 from akri.discovery_handlers.udev.devices import details_of as udev_details
 from tests.handlers.streams import next_list
 
@@ -50,3 +51,11 @@ async def test_mdns_example_finds_printers_only() -> None:
 def test_udev_example_details_parse() -> None:
     """Live under umockdev in test_udev_system; this check runs everywhere."""
     assert [r.text for r in udev_details(details("udev.yaml")).rules] == ['KERNEL=="video[0-9]*"']
+
+
+def test_opcua_example_details_parse() -> None:
+    """Live against asyncua servers in tests/sim/test_opcua_in_sim; this check runs alone."""
+    parsed = opcua_details(details("opcua.yaml"))
+    assert parsed.discovery_urls == ["opc.tcp://localhost:4840/", "opc.tcp://10.0.0.20:4840/"]
+    assert parsed.application_names is not None
+    assert parsed.application_names.action == "Exclude"

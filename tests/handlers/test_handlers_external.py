@@ -17,6 +17,7 @@ from tests.discovery.conftest import fast_backoff, registered
 BAD_DETAILS = {
     "udev": ("udevRules: ['RUN+=\"/bin/sh\"']", "unsupported udev key RUN"),
     "mdns": ("serviceTypes: [printers]", "a service type looks like _http._tcp.local."),
+    "opcua": ("discoveryIntervalSeconds: 0", "discoveryIntervalSeconds"),
 }
 
 
@@ -47,6 +48,8 @@ async def test_bad_details_become_invalid_argument(
 def test_sharing_of_each_handler() -> None:
     assert HANDLERS["udev"](None, {}).shared is False
     assert HANDLERS["mdns"](None, {}).shared is True
+    assert HANDLERS["opcua"](None, {}).shared is True
+    assert HANDLERS["opcua"](False, {}).shared is False
 
 
 def test_udev_refuses_shared(capsys: pytest.CaptureFixture[str]) -> None:

@@ -31,7 +31,7 @@ SOAP_ENV = "http://www.w3.org/2003/05/soap-envelope"
 UUID = "3fa1fe68-b915-4053-a3e1-ac15a21f5f91"
 OTHER = "0b5c5c3a-5e7e-4b52-9a3b-5e0a1d2c3b4f"
 QUICK = "discoveryTimeoutSeconds: 0.2\ninterfaceAddress: 127.0.0.1\n" + ON_LOOPBACK
-ROUNDS = QUICK + "probeIntervalSeconds: 0.2\n"
+ROUNDS = QUICK + "probeIntervalSeconds: 1\n"  # the least allowed
 ONCE = QUICK + "probeIntervalSeconds: 3600\n"  # only Hello and Bye change the list later
 CREDENTIALS = {"username_default": b"admin", "password_default": b"secret"}
 
@@ -381,6 +381,7 @@ async def test_malformed_and_unrelated_probe_matches_are_ignored(
     [
         ("discoveryTimeoutSeconds: 0", "discoveryTimeoutSeconds"),
         ("probeIntervalSeconds: -1", "probeIntervalSeconds"),
+        ("probeIntervalSeconds: 0.5", "greater than or equal to 1"),
         ("interfaceAddress: eth0", "interfaceAddress"),
         ("scopes: [a]", "scopes"),
         ("uuids: {items: [a], action: Maybe}", "uuids.action"),

@@ -200,3 +200,78 @@ async def test_hot_plug_reaches_instances_and_the_kubelet(
 
 async def _is(value: Awaitable[object], expected: object) -> bool:
     return await value == expected
+
+
+RESOURCE = "akri.sh/udev-passthrough"
+PCI_RULE = 'udevRules: [\'SUBSYSTEM=="pci", ATTR{vendor}=="0x10de"\']'
+
+
+async def test_usb_devices_get_akri_usb_resource_properties(testbed: Testbed) -> None:
+    usb, _ = camera(testbed, "usb1", "046d", 12)
+    details = 'udevRules: [\'SUBSYSTEM=="usb", ATTR{idVendor}=="046d"\']'
+    properties = {"devicePluginResourceName": RESOURCE.encode()}
+    async with aclosing(Udev().discover(details, properties)) as lists:
+        (device,) = await next_list(lists)
+    assert device.properties == {
+        "UDEV_DEVPATH": devpath(usb),
+        "UDEV_DEVNODE": "/dev/bus/usb/001/012",
+        "USB_RESOURCE_AKRI_SH_UDEV-PASSTHROUGH": "1:12",
+    }
+    assert await first_list(details) == [
+        Device(
+            devpath(usb),
+            {"UDEV_DEVPATH": devpath(usb), "UDEV_DEVNODE": "/dev/bus/usb/001/012"},
+            device_specs=(DeviceSpec("/dev/bus/usb/001/012", "/dev/bus/usb/001/012", "rwm"),),
+        )
+    ]
+
+
+async def test_grouped_usb_nodes_are_numbered_like_their_devnodes(testbed: Testbed) -> None:
+    usb, _ = camera(testbed, "usb1", "046d", 3)
+    details = (
+        'udevRules: [\'SUBSYSTEM=="usb"\', \'SUBSYSTEMS=="usb", KERNEL=="video*"\']\n'
+        "groupRecursive: true"
+    )
+    properties = {"devicePluginResourceName": b"example.com/cam"}
+    async with aclosing(Udev().discover(details, properties)) as lists:
+        (device,) = await next_list(lists)
+    assert device.id == devpath(usb)
+    assert device.properties["UDEV_DEVNODE_0"] == "/dev/bus/usb/001/003"
+    assert device.properties["USB_RESOURCE_EXAMPLE_COM_CAM_0"] == "1:3"
+    assert "USB_RESOURCE_EXAMPLE_COM_CAM_1" not in device.properties  # /dev/video3
+
+
+def gpu(bed: Testbed, address: str, group: str | None) -> str:
+    """A PCI device (no device node), in IOMMU group `group` when one is given."""
+    syspath = bed.add("pci", address, attributes={"vendor": "0x10de", "device": "0x1eb8"})
+    if group is not None:
+        bed.link_attribute(syspath, "iommu_group", f"../../kernel/iommu_groups/{group}")
+    return syspath
+
+
+async def test_pci_device_gets_its_address_and_vfio_devices(testbed: Testbed) -> None:
+    passthrough = gpu(testbed, "0000:01:00.0", "17")
+    properties = {"devicePluginResourceName": RESOURCE.encode(), "vfioPassthrough": b"True"}
+    async with aclosing(Udev().discover(PCI_RULE, properties)) as lists:
+        (device,) = await next_list(lists)
+    assert device.id == devpath(passthrough)
+    assert device.properties["PCI_RESOURCE_AKRI_SH_UDEV-PASSTHROUGH"] == "0000:01:00.0"
+    assert device.device_specs == (
+        DeviceSpec("/dev/vfio/17", "/dev/vfio/17", "rw"),
+        DeviceSpec("/dev/vfio/vfio", "/dev/vfio/vfio", "rw"),
+    )
+    del properties["vfioPassthrough"]
+    async with aclosing(Udev().discover(PCI_RULE, properties)) as lists:
+        (device,) = await next_list(lists)
+    assert device.properties["PCI_RESOURCE_AKRI_SH_UDEV-PASSTHROUGH"] == "0000:01:00.0"
+    assert device.device_specs == ()
+
+
+async def test_vfio_needs_an_iommu_group(testbed: Testbed) -> None:
+    """A PCI device on no IOMMU (not bound for passthrough) gets no VFIO device specs."""
+    gpu(testbed, "0000:02:00.0", None)
+    properties = {"devicePluginResourceName": RESOURCE.encode(), "vfioPassthrough": b"true"}
+    async with aclosing(Udev().discover(PCI_RULE, properties)) as lists:
+        (device,) = await next_list(lists)
+    assert device.properties["PCI_RESOURCE_AKRI_SH_UDEV-PASSTHROUGH"] == "0000:02:00.0"
+    assert device.device_specs == ()

@@ -49,6 +49,7 @@ class Testbed:
         lib.umockdev_testbed_uevent.argtypes = [ctypes.c_void_p] + [ctypes.c_char_p] * 2
         lib.umockdev_testbed_remove_device.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
         lib.umockdev_testbed_set_attribute.argtypes = [ctypes.c_void_p] + [ctypes.c_char_p] * 3
+        lib.umockdev_testbed_set_attribute_link.argtypes = [ctypes.c_void_p] + [ctypes.c_char_p] * 3
         self._gobject.g_object_unref.argtypes = [ctypes.c_void_p]
         self._testbed = lib.umockdev_testbed_new()
         self._added: list[str] = []
@@ -86,6 +87,12 @@ class Testbed:
             self._testbed, syspath.encode(), name.encode(), value.encode()
         )
         self._lib.umockdev_testbed_uevent(self._testbed, syspath.encode(), b"change")
+
+    def link_attribute(self, syspath: str, name: str, target: str) -> None:
+        """Make the sysfs attribute `name` a symlink to `target` (like `iommu_group`)."""
+        self._lib.umockdev_testbed_set_attribute_link(
+            self._testbed, syspath.encode(), name.encode(), target.encode()
+        )
 
     def remove_all(self) -> None:
         """Children before their parents: the reverse order of adding."""

@@ -58,8 +58,8 @@ def configuration(**spec: Any) -> dict[str, Any]:
     }
 
 
-def test_the_four_examples_are_there() -> None:
-    assert [p.stem for p in EXAMPLES] == ["debugEcho", "mdns", "onvif", "udev"]
+def test_the_five_examples_are_there() -> None:
+    assert [p.stem for p in EXAMPLES] == ["debugEcho", "mdns", "onvif", "opcua", "udev"]
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from akri.discovery_handlers import debug_echo
 from akri.discovery_handlers.mdns import service as mdns
 from akri.discovery_handlers.onvif import camera as onvif
+from akri.discovery_handlers.opcua import servers as opcua
 from akri.discovery_handlers.udev import devices as udev
 
 DETAILS_PARSERS: Mapping[str, Callable[[str], object]] = {
@@ -19,4 +20,5 @@ DETAILS_PARSERS: Mapping[str, Callable[[str], object]] = {
     udev.NAME: udev.details_of,
     onvif.NAME: onvif.details_of,
     mdns.NAME: mdns.details_of,
+    opcua.NAME: opcua.details_of,
 }

@@ -15,6 +15,10 @@ from akri.agent.discovery.model import InvalidDetails
 
 Model = TypeVar("Model", bound=BaseModel)
 
+MIN_POLL_INTERVAL_S = 1.0
+"""The shortest interval a polling handler accepts between rounds (ONVIF probes, OPC UA
+FindServers): each round reaches every device on the network, so a few a second is a flood."""
+
 
 class _NoAliases(yaml.SafeLoader):
     """Safe YAML without anchors and aliases: a few hundred bytes of nested aliases expand to

@@ -20,6 +20,7 @@ from akri.agent.discovery.registration import DEFAULT_DIRECTORY
 from akri.discovery_handlers import debug_echo
 from akri.discovery_handlers.mdns import handler as mdns
 from akri.discovery_handlers.onvif import handler as onvif
+from akri.discovery_handlers.opcua import handler as opcua
 from akri.discovery_handlers.server import DEFAULT_PORT, HandlerServer
 from akri.discovery_handlers.udev import handler as udev
 from akri.settings import Variable, command_line, help_text
@@ -31,6 +32,7 @@ HANDLERS: dict[str, HandlerFactory] = {
     udev.Udev.name: udev.from_environment,
     mdns.Mdns.name: mdns.from_environment,
     onvif.Onvif.name: onvif.from_environment,
+    opcua.OpcUa.name: opcua.from_environment,
 }
 
 EXIT_USAGE = 2

@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from akri.agent.discovery.model import Device
-from akri.discovery_handlers.details import parse_details
+from akri.discovery_handlers.details import MIN_POLL_INTERVAL_S, parse_details
 from akri.discovery_handlers.filters import FilterList, admits, same_text
 from akri.discovery_handlers.onvif.wsdiscovery import Endpoint
 from akri.naming import env_suffix
@@ -57,7 +57,7 @@ class Details(BaseModel):
     scopes: FilterList[str] | None = None
     uuids: FilterList[str] | None = None
     discovery_timeout_seconds: float = Field(1, alias="discoveryTimeoutSeconds", gt=0)
-    probe_interval_seconds: float = Field(10, alias="probeIntervalSeconds", gt=0)
+    probe_interval_seconds: float = Field(10, alias="probeIntervalSeconds", ge=MIN_POLL_INTERVAL_S)
     interface_address: Annotated[str, AfterValidator(_ipv4)] | None = Field(
         None, alias="interfaceAddress"
     )

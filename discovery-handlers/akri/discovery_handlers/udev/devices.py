@@ -4,12 +4,17 @@ Without grouping every matched device is one Device. With `groupRecursive`, a ma
 below another matched device joins the topmost one, so a USB camera and its video nodes reach
 one broker: the group's id is that ancestor's devpath and its nodes are numbered
 `UDEV_DEVNODE_<i>` in devpath order.
+
+Two discoveryProperties add Akri's resource properties for brokers that pass devices on (to a
+VM, to libusb): `devicePluginResourceName` adds `USB_RESOURCE_<NAME>=<bus>:<device>` per USB
+device node and, for a PCI device, `PCI_RESOURCE_<NAME>=<PCI address>`; `vfioPassthrough:
+"true"` then adds that PCI device's `/dev/vfio/<IOMMU group>` and `/dev/vfio/vfio`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -23,6 +28,17 @@ NAME = "udev"
 DEVNODE = "UDEV_DEVNODE"
 DEVPATH = "UDEV_DEVPATH"
 EXAMPLE = 'udevRules: [KERNEL=="video[0-9]*"]'
+RESOURCE_NAME_PROPERTY = "devicePluginResourceName"
+VFIO_PASSTHROUGH_PROPERTY = "vfioPassthrough"
+USB_RESOURCE = "USB_RESOURCE"
+PCI_RESOURCE = "PCI_RESOURCE"
+VFIO_DEVICE = "/dev/vfio/vfio"
+VFIO_PERMISSIONS = "rw"
+MAX_RESOURCE_NAME_CHARS = 317
+"""A Kubernetes extended resource name: a DNS subdomain prefix (253), `/`, a name (63)."""
+_USB_NODE = re.compile(r"^/dev/bus/usb/(\d{1,9})/(\d{1,9})$")
+_PCI_ADDRESS = re.compile(r"^[0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-9A-Fa-f]+$")
+_IOMMU_GROUP = re.compile(r"^\d{1,9}$")
 _PERMISSIONS = re.compile(r"^(?!.*(.).*\1)[rwm]{1,3}$")
 
 
@@ -58,6 +74,75 @@ class Found:
 
     devpath: str
     devnode: str | None = None
+    iommu_group: str | None = None
+    """The name of the IOMMU group the device is in (PCI devices on an IOMMU), when known."""
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What the discoveryProperties ask for beyond Akri's UDEV_ properties."""
+
+    name: str | None = None
+    vfio_passthrough: bool = False
+
+
+def resources_of(properties: Mapping[str, bytes]) -> Resources:
+    """Akri reads a resource name that is UTF-8 and `vfioPassthrough` "true" in any case;
+    a name too long to be a resource name is ignored too rather than made an env var name."""
+    try:
+        name = properties[RESOURCE_NAME_PROPERTY].decode() or None
+    except (KeyError, UnicodeDecodeError):
+        name = None
+    if name is not None and len(name) > MAX_RESOURCE_NAME_CHARS:
+        name = None
+    vfio = properties.get(VFIO_PASSTHROUGH_PROPERTY, b"").strip().lower() == b"true"
+    return Resources(name, vfio)
+
+
+def resource_variable(prefix: str, name: str) -> str:
+    """Akri's name: the resource name upper-cased, `.` and `/` made `_` (`akri.sh/udev-cam`
+    is `<prefix>_AKRI_SH_UDEV-CAM`)."""
+    return f"{prefix}_{name.upper().replace('.', '_').replace('/', '_')}"
+
+
+def usb_address(devnode: str) -> str | None:
+    """`<bus>:<device>` of a USB device node `/dev/bus/usb/BBB/DDD`, without leading zeros."""
+    match = _USB_NODE.match(devnode)
+    return f"{int(match[1])}:{int(match[2])}" if match else None
+
+
+def pci_address(devpath: str) -> str | None:
+    """The PCI address of a device that is not on a USB bus: the last `dddd:bb:ss.f` part."""
+    parts = devpath.split("/")
+    if any(part.startswith("usb") for part in parts):
+        return None
+    return next((part for part in reversed(parts) if _PCI_ADDRESS.match(part)), None)
+
+
+def _resource_properties(
+    devpath: str, nodes: list[str], suffixes: list[str], resources: Resources
+) -> dict[str, str]:
+    if resources.name is None:
+        return {}
+    result = {}
+    for node, suffix in zip(nodes, suffixes, strict=True):
+        if (address := usb_address(node)) is not None:
+            result[resource_variable(USB_RESOURCE, resources.name) + suffix] = address
+    if (pci := pci_address(devpath)) is not None:
+        result[resource_variable(PCI_RESOURCE, resources.name)] = pci
+    return result
+
+
+def _vfio_specs(top: Found, resources: Resources) -> tuple[DeviceSpec, ...]:
+    """The VFIO group of a PCI device and the VFIO container, for passthrough to a VM."""
+    group = top.iommu_group
+    if not (resources.vfio_passthrough and resources.name and pci_address(top.devpath)):
+        return ()
+    if group is None or not _IOMMU_GROUP.match(group):
+        return ()
+    return tuple(
+        DeviceSpec(path, path, VFIO_PERMISSIONS) for path in (f"/dev/vfio/{group}", VFIO_DEVICE)
+    )
 
 
 def groups(found: Iterable[Found], recursive: bool) -> dict[str, list[Found]]:
@@ -73,15 +158,19 @@ def _is_below(devpath: str, ancestor: str) -> bool:
     return devpath.startswith(ancestor.rstrip("/") + "/")
 
 
-def devices(found: Iterable[Found], details: Details) -> list[Device]:
+def devices(
+    found: Iterable[Found], details: Details, resources: Resources | None = None
+) -> list[Device]:
     """The Devices for the matched sysfs devices, by devpath."""
+    resources = resources or Resources()
     result = []
     for devpath, members in groups(found, details.group_recursive).items():
         nodes = [m.devnode for m in members if m.devnode]
-        if details.group_recursive:
-            named = {f"{DEVNODE}_{i}": node for i, node in enumerate(nodes)}
-        else:
-            named = {DEVNODE: nodes[0]} if nodes else {}  # ungrouped: one member
+        # ungrouped: one member, its node unnumbered
+        suffixes = [f"_{i}" for i in range(len(nodes))] if details.group_recursive else [""]
+        named = {DEVNODE + suffix: node for node, suffix in zip(nodes, suffixes, strict=False)}
+        extra = _resource_properties(devpath, nodes, suffixes[: len(nodes)], resources)
         specs = tuple(DeviceSpec(node, node, details.permissions) for node in nodes)
-        result.append(Device(devpath, {DEVPATH: devpath, **named}, device_specs=specs))
+        specs += _vfio_specs(members[0], resources)
+        result.append(Device(devpath, {DEVPATH: devpath, **named, **extra}, device_specs=specs))
     return result

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import AsyncGenerator, Collection, Iterable, Mapping
 
 import pyudev
 
 from akri.agent.discovery.model import Device, HandlerUnavailable
-from akri.discovery_handlers.udev.devices import NAME, Found, details_of, devices
+from akri.discovery_handlers.udev.devices import NAME, Found, details_of, devices, resources_of
 from akri.discovery_handlers.udev.rules import Rule, matches_any
 
 log = logging.getLogger(__name__)
@@ -63,10 +64,18 @@ def _text(value: object) -> str | None:
     return str(value) if value is not None else None
 
 
+def iommu_group(device: pyudev.Device) -> str | None:
+    """The name of the IOMMU group `iommu_group` links to, for devices on an IOMMU."""
+    try:
+        return os.path.basename(os.readlink(os.path.join(device.sys_path, "iommu_group")))
+    except OSError:
+        return None
+
+
 def found_if_matching(device: pyudev.Device, rules: Collection[Rule]) -> Found | None:
     if not matches_any(rules, SysfsNode(device)):
         return None
-    return Found(str(device.device_path), _text(device.device_node))
+    return Found(str(device.device_path), _text(device.device_node), iommu_group(device))
 
 
 def scan(context: pyudev.Context, rules: Collection[Rule]) -> dict[str, Found]:
@@ -103,6 +112,7 @@ class Udev:
         self, details: str, properties: Mapping[str, bytes]
     ) -> AsyncGenerator[list[Device], None]:
         parsed = details_of(details)
+        resources = resources_of(properties)
         context = pyudev.Context()
         try:
             monitor = pyudev.Monitor.from_netlink(context)
@@ -118,7 +128,7 @@ class Udev:
             readable.set()
 
         found = await asyncio.to_thread(scan, context, parsed.rules)
-        sent = devices(found.values(), parsed)
+        sent = devices(found.values(), parsed, resources)
         yield sent
         loop = asyncio.get_running_loop()
         loop.add_reader(monitor.fileno(), drain)
@@ -129,7 +139,7 @@ class Udev:
                 events = pending.copy()
                 pending.clear()
                 await asyncio.to_thread(apply, events, parsed.rules, found)
-                current = devices(found.values(), parsed)
+                current = devices(found.values(), parsed, resources)
                 if current != sent:
                     log.debug("udev devices now %s", [d.id for d in current])
                     yield current

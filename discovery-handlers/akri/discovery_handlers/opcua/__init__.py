@@ -1,0 +1,1 @@
+"""OPC UA discovery: FindServers on discovery URLs, following discovery servers."""
