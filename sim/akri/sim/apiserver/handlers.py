@@ -19,6 +19,7 @@ from aiohttp.typedefs import Middleware
 
 from akri.sim.apiserver import (
     discovery,
+    dry_run,
     errors,
     openapi,
     patching,
@@ -250,7 +251,13 @@ class ApiHandlers:
         return await self._dispatch(request, target, verb, user)
 
     async def _review(
-        self, target: Target, operation: str, obj: Any, old: JSON | None, user: User
+        self,
+        target: Target,
+        operation: str,
+        obj: Any,
+        old: JSON | None,
+        user: User,
+        dry: bool,
     ) -> None:
         """The validating admission webhooks that apply to this write (none: at once)."""
         await webhooks.admit(
@@ -258,6 +265,7 @@ class ApiHandlers:
             webhooks.Write(
                 operation, target.resource, target.subresource, target.namespace or "",
                 target.name or (obj or {}).get("metadata", {}).get("name", ""), obj, old, user,
+                dry,
             ),
         )  # fmt: skip
 
@@ -267,6 +275,11 @@ class ApiHandlers:
         ops, resource, query = self._operations, target.resource, request.query
         namespace, name = target.namespace or "", target.name or ""
         strict = query.get("fieldValidation") == "Strict"
+        # DeleteOptions come in the body (kubectl sends dryRun there) or the query.
+        deletion = await self._body(request) if verb in ("delete", "deletecollection") else None
+        dry = dry_run.requested([*query.getall("dryRun", []), *dry_run.in_body(deletion)], verb)
+        if dry:
+            ops = ops.dry_run()
         if target.subresource == "log":
             if verb != "get":  # a log is only read; a PUT must not replace the pod
                 raise errors.method_not_allowed(
@@ -274,7 +287,7 @@ class ApiHandlers:
                 )
             return self._log(request, ops.read(resource, namespace, name))
         if target.subresource == "scale":
-            return _json(await self._scale(request, target, verb))
+            return _json(await self._scale(request, ops, target, verb))
         if verb == "get":
             return self._render(
                 request, resource, [ops.read(resource, namespace, name)], single=True
@@ -301,11 +314,12 @@ class ApiHandlers:
             return _json(self._guard.tokens.token_request(namespace, name, body), 201)
         if verb == "create" and not name and not (resource.namespaced and target.namespace is None):
             body = await self._body(request)
-            await self._review(target, "CREATE", body, None, user)
+            await self._review(target, "CREATE", body, None, user, dry)
             return _json(ops.create(resource, target.namespace, body, strict), 201)
         if verb == "update" and name:
             body = await self._body(request)
-            await self._review(target, "UPDATE", body, ops.read(resource, namespace, name), user)
+            old = ops.read(resource, namespace, name)
+            await self._review(target, "UPDATE", body, old, user, dry)
             return _json(ops.update(resource, namespace, name, body, target.subresource, strict))
         if verb == "patch" and name:
             content_type = request.content_type
@@ -313,22 +327,23 @@ class ApiHandlers:
                 raise errors.unsupported_media_type(content_type, ops.patch_types(resource))
             body = await self._body(request, content_type == patching.APPLY_PATCH)
             if content_type == patching.APPLY_PATCH:
-                return await self._apply(request, target, body, strict)
+                return await self._apply(ops, target, body, strict, user, dry)
             old = ops.read(resource, namespace, name)
             patched = ops.apply_patch(resource, old, content_type, body)
-            await self._review(target, "UPDATE", patched, old, user)
+            await self._review(target, "UPDATE", patched, old, user, dry)
             return _json(
                 ops.patch(resource, namespace, name, content_type, body, target.subresource, strict)
             )
         if verb == "delete":
-            options = DeleteOptions.parse(await self._body(request), query.get("propagationPolicy"))
-            await self._review(target, "DELETE", None, ops.read(resource, namespace, name), user)
+            options = DeleteOptions.parse(deletion, query.get("propagationPolicy"))
+            old = ops.read(resource, namespace, name)
+            await self._review(target, "DELETE", None, old, user, dry)
             obj, gone = ops.delete(resource, namespace, name, options)
             if gone and not resource.returns_deleted_object:
                 return _json(_success(resource, obj))
             return _json(obj)
         if verb == "deletecollection":
-            options = DeleteOptions.parse(await self._body(request), query.get("propagationPolicy"))
+            options = DeleteOptions.parse(deletion, query.get("propagationPolicy"))
             for obj in ops.list_objects(resource, self._selection(request, target))[0]:
                 meta = obj["metadata"]
                 ops.delete(resource, meta.get("namespace", ""), meta["name"], options)
@@ -361,8 +376,10 @@ class ApiHandlers:
             text = text.encode()[: int(query["limitBytes"])].decode(errors="ignore")
         return web.Response(text=text, content_type="text/plain")
 
-    async def _scale(self, request: web.Request, target: Target, verb: str) -> JSON:
-        ops, resource = self._operations, target.resource
+    async def _scale(
+        self, request: web.Request, ops: Operations, target: Target, verb: str
+    ) -> JSON:
+        resource = target.resource
         namespace, name = target.namespace or "", target.name or ""
         current = ops.get(resource, namespace, name)
         if verb == "get":
@@ -380,17 +397,20 @@ class ApiHandlers:
         )
 
     async def _apply(
-        self, request: web.Request, target: Target, body: Any, strict: bool
+        self, ops: Operations, target: Target, body: Any, strict: bool, user: User, dry: bool
     ) -> web.Response:
         """Server-side apply, approximated: create when absent, else a (strategic) merge."""
-        ops, resource = self._operations, target.resource
+        resource = target.resource
         namespace, name = target.namespace or "", target.name or ""
         try:
-            ops.read(resource, namespace, name)
+            old = ops.read(resource, namespace, name)
         except errors.ApiError as error:
             if error.code != 404:
                 raise
+            await self._review(target, "CREATE", body, None, user, dry)
             return _json(ops.create(resource, target.namespace, body, strict), 201)
+        patched = ops.apply_patch(resource, old, patching.APPLY_PATCH, body)
+        await self._review(target, "UPDATE", patched, old, user, dry)
         return _json(
             ops.patch(
                 resource, namespace, name, patching.APPLY_PATCH, body, target.subresource, strict

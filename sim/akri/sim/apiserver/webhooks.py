@@ -46,6 +46,7 @@ class Write:
     obj: JSON | None
     old: JSON | None
     user: User
+    dry_run: bool = False
 
 
 def _matches_rule(rule: JSON, write: Write) -> bool:
@@ -100,7 +101,7 @@ def review(write: Write) -> JSON:
         "userInfo": {"username": write.user.name, "groups": list(write.user.groups)},
         "object": write.obj,
         "oldObject": write.old,
-        "dryRun": False,
+        "dryRun": write.dry_run,
     }
     if write.subresource:
         request["subResource"] = write.subresource
