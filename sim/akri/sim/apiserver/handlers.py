@@ -23,13 +23,14 @@ from akri.sim.apiserver import (
     errors,
     openapi,
     patching,
+    pod_access,
     protobuf,
     scale,
     tables,
     webhooks,
 )
 from akri.sim.apiserver.authn import User
-from akri.sim.apiserver.authz import Attributes, Guard
+from akri.sim.apiserver.authz import Attributes, Guard, Impersonation
 from akri.sim.apiserver.faults import Faults, RequestInfo
 from akri.sim.apiserver.operations import DeleteOptions, Operations, Selection, WatchFeed
 from akri.sim.apiserver.resources import ResourceType
@@ -89,6 +90,19 @@ def pause_gate(faults: Faults) -> Middleware:
         return await handler(request)
 
     return gate
+
+
+async def read_body(request: web.Request, as_yaml: bool = False) -> Any:
+    """A request body as JSON (or YAML, for apply), whether sent as JSON or protobuf."""
+    raw = await request.read()
+    if request.content_type == protobuf.PROTOBUF and raw:
+        return protobuf.decode(raw)
+    if not raw.strip():
+        return None
+    try:
+        return yaml.safe_load(raw) if as_yaml else json.loads(raw)
+    except (ValueError, yaml.YAMLError) as error:
+        raise errors.bad_request(f"the request body is not valid JSON: {error}") from error
 
 
 @dataclass(frozen=True)
@@ -238,7 +252,12 @@ class ApiHandlers:
         attributes = Attributes(
             verb, info.group, info.resource, info.subresource, info.namespace, info.name
         )
-        user = self._guard.admit(request.headers.get("Authorization"), request.secure, attributes)
+        user = self._guard.admit(
+            request.headers.get("Authorization"),
+            request.secure,
+            attributes,
+            Impersonation.of(request.headers),
+        )
         decision = self._faults.decide(info)
         await decision.wait()
         if decision.status is not None:
@@ -271,12 +290,12 @@ class ApiHandlers:
 
     async def _dispatch(
         self, request: web.Request, target: Target, verb: str, user: User
-    ) -> web.Response:
+    ) -> web.StreamResponse:
         ops, resource, query = self._operations, target.resource, request.query
         namespace, name = target.namespace or "", target.name or ""
         strict = query.get("fieldValidation") == "Strict"
         # DeleteOptions come in the body (kubectl sends dryRun there) or the query.
-        deletion = await self._body(request) if verb in ("delete", "deletecollection") else None
+        deletion = await read_body(request) if verb in ("delete", "deletecollection") else None
         dry = dry_run.requested([*query.getall("dryRun", []), *dry_run.in_body(deletion)], verb)
         if dry:
             ops = ops.dry_run()
@@ -285,7 +304,7 @@ class ApiHandlers:
                 raise errors.method_not_allowed(
                     "the server does not allow this method on the requested resource"
                 )
-            return self._log(request, ops.read(resource, namespace, name))
+            return await self._log(request, ops.read(resource, namespace, name))
         if target.subresource == "scale":
             return _json(await self._scale(request, ops, target, verb))
         if verb == "get":
@@ -298,7 +317,7 @@ class ApiHandlers:
             items, token = ops.list_objects(resource, selection, limit, query.get("continue"))
             return self._render(request, resource, items, continue_token=token)
         if verb == "create" and target.subresource == "binding":
-            ops.bind(namespace, name, await self._body(request))
+            ops.bind(namespace, name, await read_body(request))
             return _json(
                 {
                     "kind": "Status",
@@ -310,14 +329,14 @@ class ApiHandlers:
                 201,
             )
         if verb == "create" and target.subresource == "token":
-            body = await self._body(request)
+            body = await read_body(request)
             return _json(self._guard.tokens.token_request(namespace, name, body), 201)
         if verb == "create" and not name and not (resource.namespaced and target.namespace is None):
-            body = await self._body(request)
+            body = await read_body(request)
             await self._review(target, "CREATE", body, None, user, dry)
             return _json(ops.create(resource, target.namespace, body, strict), 201)
         if verb == "update" and name:
-            body = await self._body(request)
+            body = await read_body(request)
             old = ops.read(resource, namespace, name)
             await self._review(target, "UPDATE", body, old, user, dry)
             return _json(ops.update(resource, namespace, name, body, target.subresource, strict))
@@ -325,7 +344,7 @@ class ApiHandlers:
             content_type = request.content_type
             if content_type not in ops.patch_types(resource):
                 raise errors.unsupported_media_type(content_type, ops.patch_types(resource))
-            body = await self._body(request, content_type == patching.APPLY_PATCH)
+            body = await read_body(request, content_type == patching.APPLY_PATCH)
             if content_type == patching.APPLY_PATCH:
                 return await self._apply(ops, target, body, strict, user, dry)
             old = ops.read(resource, namespace, name)
@@ -354,27 +373,31 @@ class ApiHandlers:
             "the server does not allow this method on the requested resource"
         )
 
-    def _log(self, request: web.Request, pod: JSON) -> web.Response:
-        """A container's output, as the kubelet keeps it (`tailLines`, `limitBytes`, `previous`)."""
-        name, query = pod["metadata"]["name"], request.query
-        spec = pod.get("spec") or {}
-        names = [c["name"] for c in [*(spec.get("initContainers") or []), *spec["containers"]]]
-        container = query.get("container") or (names[0] if len(spec["containers"]) == 1 else "")
-        if not container:
-            raise errors.bad_request(
-                f"a container name must be specified for pod {name}, "
-                f"choose one of: [{' '.join(c['name'] for c in spec['containers'])}]"
-            )
-        if container not in names:
-            raise errors.bad_request(f"container {container} is not valid for pod {name}")
+    async def _log(self, request: web.Request, pod: JSON) -> web.StreamResponse:
+        """A container's output, as the kubelet keeps it (`tailLines`, `limitBytes`,
+        `previous`), and with `follow` what it writes next, until it stops running."""
+        query = request.query
+        container = pod_access.container_of(pod, query.get("container"))
         previous = query.get("previous", "") in _TRUE
         text = self.log_source(pod, container, previous) if self.log_source else ""
+        shown = text
         if query.get("tailLines", "").isdigit():
-            lines = text.splitlines(keepends=True)
-            text = "".join(lines[len(lines) - min(len(lines), int(query["tailLines"])) :])
+            lines = shown.splitlines(keepends=True)
+            shown = "".join(lines[len(lines) - min(len(lines), int(query["tailLines"])) :])
         if query.get("limitBytes", "").isdigit():
-            text = text.encode()[: int(query["limitBytes"])].decode(errors="ignore")
-        return web.Response(text=text, content_type="text/plain")
+            shown = shown.encode()[: int(query["limitBytes"])].decode(errors="ignore")
+        if previous or query.get("follow", "") not in _TRUE or self.log_source is None:
+            return web.Response(text=shown, content_type="text/plain")
+        source, store = self.log_source, self._operations.store
+        meta = pod["metadata"]
+
+        def current() -> tuple[str, bool] | None:
+            now = store.peek(("", "pods"), meta["namespace"], meta["name"])
+            if now is None or now["metadata"]["uid"] != meta["uid"]:
+                return None
+            return source(now, container, False), pod_access.running(now, container)
+
+        return await pod_access.follow(request, shown, len(text), current)
 
     async def _scale(
         self, request: web.Request, ops: Operations, target: Target, verb: str
@@ -385,9 +408,9 @@ class ApiHandlers:
         if verb == "get":
             return scale.of(current)
         if verb == "update":
-            wanted = await self._body(request)
+            wanted = await read_body(request)
         elif verb == "patch":
-            wanted = scale.patched(current, request.content_type, await self._body(request))
+            wanted = scale.patched(current, request.content_type, await read_body(request))
         else:
             raise errors.method_not_allowed(
                 "the server does not allow this method on the requested resource"
@@ -416,18 +439,6 @@ class ApiHandlers:
                 resource, namespace, name, patching.APPLY_PATCH, body, target.subresource, strict
             )
         )
-
-    @staticmethod
-    async def _body(request: web.Request, as_yaml: bool = False) -> Any:
-        raw = await request.read()
-        if request.content_type == protobuf.PROTOBUF and raw:
-            return protobuf.decode(raw)
-        if not raw.strip():
-            return None
-        try:
-            return yaml.safe_load(raw) if as_yaml else json.loads(raw)
-        except (ValueError, yaml.YAMLError) as error:
-            raise errors.bad_request(f"the request body is not valid JSON: {error}") from error
 
     @staticmethod
     def _selection(request: web.Request, target: Target) -> Selection:
