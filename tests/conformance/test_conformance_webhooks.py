@@ -120,3 +120,20 @@ async def test_an_unreachable_webhook_fails_writes_only_under_policy_fail(
         await core.create_namespaced_config_map(namespace, config_map("b", checked="1"))
     assert failed.value.status == 500
     assert 'failed calling webhook "strict.akri.sh"' in status_body(failed.value)["message"]
+
+
+async def test_a_dry_run_is_reviewed_as_one_and_its_denial_refuses(
+    api: client.ApiClient, namespace: str, webhook: tuple[Webhook, str, str]
+) -> None:
+    hook, url, bundle = webhook
+    registration = client.AdmissionregistrationV1Api(api)
+    await registration.create_validating_webhook_configuration(configuration("dry", url, bundle))
+    core = client.CoreV1Api(api)
+    with pytest.raises(ApiException) as refused:
+        await core.create_namespaced_config_map(
+            namespace, config_map("a", checked="1", deny="1"), dry_run="All"
+        )
+    assert refused.value.status == 403
+    await core.create_namespaced_config_map(namespace, config_map("b", checked="1"), dry_run="All")
+    assert [(r["name"], r["dryRun"]) for r in hook.reviews] == [("a", True), ("b", True)]
+    assert (await core.list_namespaced_config_map(namespace, label_selector="checked")).items == []

@@ -77,6 +77,22 @@ def _pod_log(
         raise errors.bad_request(str(error)) from error
 
 
+async def _pod_exec(
+    bridges: Mapping[str, NodeBridge],
+    pod: dict[str, Any],
+    container: str,
+    command: Sequence[str],
+    stdin: bool,
+) -> asyncio.subprocess.Process:
+    bridge = bridges.get((pod.get("spec") or {}).get("nodeName") or "")
+    try:
+        if bridge is None:
+            raise LookupError("the pod is not on a node")
+        return await bridge.exec(pod["metadata"]["uid"], container, command, stdin)
+    except LookupError as error:
+        raise errors.bad_request(str(error)) from error
+
+
 def node_names(spec: str) -> list[str]:
     """`--nodes 2` means node-0 and node-1; `--nodes a,b` names them."""
     if spec.isdigit():
@@ -219,6 +235,7 @@ class Cluster(Service):
             if self._agents:
                 self.start_agent(node.name)
         self.server.log_source = functools.partial(_pod_log, bridges)
+        self.server.exec_source = functools.partial(_pod_exec, bridges)
         self._spawn(Scheduler(self._client).run(), "scheduler")
         self._spawn(WorkloadControllers(self._client).run(), "workload-controllers")
         self._spawn(DisruptionController(self._client).run(), "disruption-controller")

@@ -14,8 +14,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from multidict import CIMultiDictProxy
+
 from akri.sim.apiserver import errors
-from akri.sim.apiserver.authn import ADMIN, NOBODY, TokenIssuer, User
+from akri.sim.apiserver.authn import ADMIN, ANONYMOUS, AUTHENTICATED, NOBODY, TokenIssuer, User
 
 JSON = dict[str, Any]
 
@@ -105,6 +107,34 @@ class Authorizer:
                 return
         raise forbidden(user, request, f"RBAC: {', '.join(problems)}" if problems else "")
 
+    def allows(self, user: User, request: Attributes) -> bool:
+        try:
+            self.check(user, request)
+        except errors.ApiError:
+            return False
+        return True
+
+    def allows_path(self, user: User, verb: str, path: str) -> bool:
+        """A non-resource request (`/healthz`, `/api`): rules' `nonResourceURLs`, where a
+        trailing `*` matches any rest of the path."""
+        if user.is_admin:
+            return True
+        for rules in self._granted(user, "", []):
+            for rule in rules:
+                verbs, urls = rule.get("verbs") or [], rule.get("nonResourceURLs") or []
+                if ("*" in verbs or verb in verbs) and any(
+                    url == path or (url.endswith("*") and path.startswith(url[:-1])) for url in urls
+                ):
+                    return True
+        return False
+
+    def rules(self, user: User, namespace: str) -> list[JSON]:
+        """Every rule granted to the user in the namespace (cluster-wide ones included)."""
+        if user.is_admin:
+            return [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]},
+                    {"verbs": ["*"], "nonResourceURLs": ["*"]}]  # fmt: skip
+        return [rule for rules in self._granted(user, namespace, []) for rule in rules]
+
     def _granted(self, user: User, namespace: str, problems: list[str]) -> Iterable[list[JSON]]:
         """The rules of every role bound to the user where the request applies."""
         roles = {
@@ -188,39 +218,44 @@ class Guard:
         self._authorizer = authorizer
         self._access = access
 
-    def access_review(self, review: Any) -> JSON:
-        """A SubjectAccessReview answered: may `spec.user` (with its groups and extra) do
-        `spec.resourceAttributes`? Everyone may when no authorizer checks."""
-        body = review if isinstance(review, dict) else {}
-        spec = body.get("spec") or {}
-        wanted = spec.get("resourceAttributes") or {}
-        extra = tuple((k, tuple(v)) for k, v in (spec.get("extra") or {}).items())
-        user = User(str(spec.get("user", "")), tuple(spec.get("groups") or ()), extra)
-        request = Attributes(
-            str(wanted.get("verb", "")), str(wanted.get("group", "")),
-            str(wanted.get("resource", "")), str(wanted.get("subresource", "")),
-            str(wanted.get("namespace", "")), str(wanted.get("name", "")),
-        )  # fmt: skip
-        status: JSON = {"allowed": True}
-        if self._authorizer is not None:
-            try:
-                self._authorizer.check(user, request)
-            except errors.ApiError:
-                status = {"allowed": False}
-        return {**body, "metadata": body.get("metadata") or {}, "status": status}
+    @property
+    def authorizer(self) -> Authorizer | None:
+        return self._authorizer
 
-    def admit(self, authorization: str | None, secure: bool, request: Attributes) -> User:
-        """The caller, when it may make the request; else raise its 401 or 403."""
+    def authenticate(
+        self, authorization: str | None, secure: bool, impersonation: Impersonation | None = None
+    ) -> User:
+        """The caller, or whom it impersonates when it may; else raise its 401 or 403."""
         if self._authorizer is None:
             try:
                 user = self.tokens.authenticate(authorization)
             except errors.ApiError:
                 user = NOBODY
+        else:
+            user = self.tokens.authenticate(authorization)
+            if user is NOBODY and not secure and not authorization:
+                user = ADMIN
+        if impersonation is None:
+            return user
+        for wanted in impersonation.attributes():
+            if self._authorizer is not None and not self._authorizer.allows(user, wanted):
+                self._access.record(user, wanted, False)
+                raise forbidden(user, wanted)
+        return impersonation.user()
+
+    def admit(
+        self,
+        authorization: str | None,
+        secure: bool,
+        request: Attributes,
+        impersonation: Impersonation | None = None,
+    ) -> User:
+        """The caller (or whom it impersonates), when it may make the request; else raise its
+        401 or 403."""
+        user = self.authenticate(authorization, secure, impersonation)
+        if self._authorizer is None:
             self._access.record(user, request, True)
             return user
-        user = self.tokens.authenticate(authorization)
-        if user is NOBODY and not secure and not authorization:
-            user = ADMIN
         try:
             self._authorizer.check(user, request)
         except errors.ApiError:
@@ -228,3 +263,43 @@ class Guard:
             raise
         self._access.record(user, request, True)
         return user
+
+
+@dataclass(frozen=True)
+class Impersonation:
+    """`Impersonate-User` and `Impersonate-Group` headers (`kubectl --as`, `--as-group`): the
+    request is made as that user, once RBAC grants the caller `impersonate` on each."""
+
+    name: str
+    groups: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, headers: CIMultiDictProxy[str]) -> Impersonation | None:
+        name = headers.get("Impersonate-User")
+        groups = tuple(headers.getall("Impersonate-Group", ()))
+        if name is None:
+            if groups:
+                raise errors.internal(
+                    f"requested groups {list(groups)} without impersonating a user"
+                )
+            return None
+        return cls(name, groups)
+
+    def attributes(self) -> list[Attributes]:
+        """What the caller must be allowed to impersonate."""
+        account = User(self.name).service_account
+        wanted = (
+            Attributes("impersonate", "", "serviceaccounts", namespace=account[0], name=account[1])
+            if account
+            else Attributes("impersonate", "", "users", name=self.name)
+        )
+        return [wanted, *(Attributes("impersonate", "", "groups", name=g) for g in self.groups)]
+
+    def user(self) -> User:
+        groups = list(self.groups)
+        account = User(self.name).service_account
+        if account and not groups:
+            groups = ["system:serviceaccounts", f"system:serviceaccounts:{account[0]}"]
+        if self.name != ANONYMOUS and AUTHENTICATED not in groups:
+            groups.append(AUTHENTICATED)
+        return User(self.name, tuple(groups))

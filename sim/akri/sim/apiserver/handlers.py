@@ -20,16 +20,18 @@ from aiohttp.typedefs import Middleware
 from akri.sim.apiserver import (
     admission_policies,
     discovery,
+    dry_run,
     errors,
     openapi,
     patching,
+    pod_access,
     protobuf,
     scale,
     tables,
     webhooks,
 )
 from akri.sim.apiserver.authn import User
-from akri.sim.apiserver.authz import Attributes, Guard
+from akri.sim.apiserver.authz import Attributes, Guard, Impersonation
 from akri.sim.apiserver.faults import Faults, RequestInfo
 from akri.sim.apiserver.operations import DeleteOptions, Operations, Selection, WatchFeed
 from akri.sim.apiserver.resources import ResourceType
@@ -91,7 +93,30 @@ def pause_gate(faults: Faults) -> Middleware:
     return gate
 
 
-ACCESS_REVIEWS = ("authorization.k8s.io", "subjectaccessreviews")
+async def read_body(request: web.Request, as_yaml: bool = False) -> Any:
+    """A request body as JSON (or YAML, for apply), whether sent as JSON or protobuf."""
+    raw = await request.read()
+    if request.content_type == protobuf.PROTOBUF and raw:
+        return protobuf.decode(raw)
+    if not raw.strip():
+        return None
+    try:
+        return yaml.safe_load(raw) if as_yaml else json.loads(raw)
+    except (ValueError, yaml.YAMLError) as error:
+        raise errors.bad_request(f"the request body is not valid JSON: {error}") from error
+
+
+async def _object_body(request: web.Request, resource: ResourceType) -> Any:
+    """A created or replaced object. A custom resource is decoded by its own `kind` and
+    `apiVersion` (the unstructured decoder), so a body without them is refused (400); a
+    built-in kind takes them from the URL."""
+    body = await read_body(request)
+    if resource.custom and isinstance(body, dict):
+        if not body.get("kind"):
+            raise errors.missing_kind(resource.kind, await request.read())
+        if not body.get("apiVersion"):
+            raise errors.other_api_version("", resource.api_version)
+    return body
 
 
 @dataclass(frozen=True)
@@ -241,7 +266,12 @@ class ApiHandlers:
         attributes = Attributes(
             verb, info.group, info.resource, info.subresource, info.namespace, info.name
         )
-        user = self._guard.admit(request.headers.get("Authorization"), request.secure, attributes)
+        user = self._guard.admit(
+            request.headers.get("Authorization"),
+            request.secure,
+            attributes,
+            Impersonation.of(request.headers),
+        )
         decision = self._faults.decide(info)
         await decision.wait()
         if decision.status is not None:
@@ -254,30 +284,41 @@ class ApiHandlers:
         return await self._dispatch(request, target, verb, user)
 
     async def _review(
-        self, target: Target, operation: str, obj: Any, old: JSON | None, user: User
+        self,
+        target: Target,
+        operation: str,
+        obj: Any,
+        old: JSON | None,
+        user: User,
+        dry: bool,
     ) -> None:
         """The validating admission policies, then webhooks, that apply to this write."""
         write = webhooks.Write(
             operation, target.resource, target.subresource, target.namespace or "",
-            target.name or (obj or {}).get("metadata", {}).get("name", ""), obj, old, user,
+            target.name or (obj or {}).get("metadata", {}).get("name", ""), obj, old, user, dry,
         )  # fmt: skip
         admission_policies.admit(self._operations.store, write)
         await webhooks.admit(self._operations.store, write)
 
     async def _dispatch(
         self, request: web.Request, target: Target, verb: str, user: User
-    ) -> web.Response:
+    ) -> web.StreamResponse:
         ops, resource, query = self._operations, target.resource, request.query
         namespace, name = target.namespace or "", target.name or ""
         strict = query.get("fieldValidation") == "Strict"
+        # DeleteOptions come in the body (kubectl sends dryRun there) or the query.
+        deletion = await read_body(request) if verb in ("delete", "deletecollection") else None
+        dry = dry_run.requested([*query.getall("dryRun", []), *dry_run.in_body(deletion)], verb)
+        if dry:
+            ops = ops.dry_run()
         if target.subresource == "log":
             if verb != "get":  # a log is only read; a PUT must not replace the pod
                 raise errors.method_not_allowed(
                     "the server does not allow this method on the requested resource"
                 )
-            return self._log(request, ops.read(resource, namespace, name))
+            return await self._log(request, ops.read(resource, namespace, name))
         if target.subresource == "scale":
-            return _json(await self._scale(request, target, verb))
+            return _json(await self._scale(request, ops, target, verb))
         if verb == "get":
             return self._render(
                 request, resource, [ops.read(resource, namespace, name)], single=True
@@ -288,7 +329,7 @@ class ApiHandlers:
             items, token = ops.list_objects(resource, selection, limit, query.get("continue"))
             return self._render(request, resource, items, continue_token=token)
         if verb == "create" and target.subresource == "binding":
-            ops.bind(namespace, name, await self._body(request))
+            ops.bind(namespace, name, await read_body(request))
             return _json(
                 {
                     "kind": "Status",
@@ -302,38 +343,40 @@ class ApiHandlers:
         if verb == "create" and resource.key == ACCESS_REVIEWS:
             return _json(self._guard.access_review(await self._body(request)), 201)
         if verb == "create" and target.subresource == "token":
-            body = await self._body(request)
+            body = await read_body(request)
             return _json(self._guard.tokens.token_request(namespace, name, body), 201)
         if verb == "create" and not name and not (resource.namespaced and target.namespace is None):
-            body = await self._object_body(request, resource)
-            await self._review(target, "CREATE", body, None, user)
+            body = await _object_body(request, resource)
+            await self._review(target, "CREATE", body, None, user, dry)
             return _json(ops.create(resource, target.namespace, body, strict), 201)
         if verb == "update" and name:
-            body = await self._object_body(request, resource)
-            await self._review(target, "UPDATE", body, ops.read(resource, namespace, name), user)
+            body = await _object_body(request, resource)
+            old = ops.read(resource, namespace, name)
+            await self._review(target, "UPDATE", body, old, user, dry)
             return _json(ops.update(resource, namespace, name, body, target.subresource, strict))
         if verb == "patch" and name:
             content_type = request.content_type
             if content_type not in ops.patch_types(resource):
                 raise errors.unsupported_media_type(content_type, ops.patch_types(resource))
-            body = await self._body(request, content_type == patching.APPLY_PATCH)
+            body = await read_body(request, content_type == patching.APPLY_PATCH)
             if content_type == patching.APPLY_PATCH:
-                return await self._apply(request, target, body, strict, user)
+                return await self._apply(ops, target, body, strict, user, dry)
             old = ops.read(resource, namespace, name)
             patched = ops.apply_patch(resource, old, content_type, body)
-            await self._review(target, "UPDATE", patched, old, user)
+            await self._review(target, "UPDATE", patched, old, user, dry)
             return _json(
                 ops.patch(resource, namespace, name, content_type, body, target.subresource, strict)
             )
         if verb == "delete":
-            options = DeleteOptions.parse(await self._body(request), query.get("propagationPolicy"))
-            await self._review(target, "DELETE", None, ops.read(resource, namespace, name), user)
+            options = DeleteOptions.parse(deletion, query.get("propagationPolicy"))
+            old = ops.read(resource, namespace, name)
+            await self._review(target, "DELETE", None, old, user, dry)
             obj, gone = ops.delete(resource, namespace, name, options)
             if gone and not resource.returns_deleted_object:
                 return _json(_success(resource, obj))
             return _json(obj)
         if verb == "deletecollection":
-            options = DeleteOptions.parse(await self._body(request), query.get("propagationPolicy"))
+            options = DeleteOptions.parse(deletion, query.get("propagationPolicy"))
             for obj in ops.list_objects(resource, self._selection(request, target))[0]:
                 meta = obj["metadata"]
                 ops.delete(resource, meta.get("namespace", ""), meta["name"], options)
@@ -344,38 +387,44 @@ class ApiHandlers:
             "the server does not allow this method on the requested resource"
         )
 
-    def _log(self, request: web.Request, pod: JSON) -> web.Response:
-        """A container's output, as the kubelet keeps it (`tailLines`, `limitBytes`, `previous`)."""
-        name, query = pod["metadata"]["name"], request.query
-        spec = pod.get("spec") or {}
-        names = [c["name"] for c in [*(spec.get("initContainers") or []), *spec["containers"]]]
-        container = query.get("container") or (names[0] if len(spec["containers"]) == 1 else "")
-        if not container:
-            raise errors.bad_request(
-                f"a container name must be specified for pod {name}, "
-                f"choose one of: [{' '.join(c['name'] for c in spec['containers'])}]"
-            )
-        if container not in names:
-            raise errors.bad_request(f"container {container} is not valid for pod {name}")
+    async def _log(self, request: web.Request, pod: JSON) -> web.StreamResponse:
+        """A container's output, as the kubelet keeps it (`tailLines`, `limitBytes`,
+        `previous`), and with `follow` what it writes next, until it stops running."""
+        query = request.query
+        container = pod_access.container_of(pod, query.get("container"))
         previous = query.get("previous", "") in _TRUE
         text = self.log_source(pod, container, previous) if self.log_source else ""
+        shown = text
         if query.get("tailLines", "").isdigit():
-            lines = text.splitlines(keepends=True)
-            text = "".join(lines[len(lines) - min(len(lines), int(query["tailLines"])) :])
+            lines = shown.splitlines(keepends=True)
+            shown = "".join(lines[len(lines) - min(len(lines), int(query["tailLines"])) :])
         if query.get("limitBytes", "").isdigit():
-            text = text.encode()[: int(query["limitBytes"])].decode(errors="ignore")
-        return web.Response(text=text, content_type="text/plain")
+            shown = shown.encode()[: int(query["limitBytes"])].decode(errors="ignore")
+        if previous or query.get("follow", "") not in _TRUE or self.log_source is None:
+            return web.Response(text=shown, content_type="text/plain")
+        source, store = self.log_source, self._operations.store
+        meta = pod["metadata"]
 
-    async def _scale(self, request: web.Request, target: Target, verb: str) -> JSON:
-        ops, resource = self._operations, target.resource
+        def current() -> tuple[str, bool] | None:
+            now = store.peek(("", "pods"), meta["namespace"], meta["name"])
+            if now is None or now["metadata"]["uid"] != meta["uid"]:
+                return None
+            return source(now, container, False), pod_access.running(now, container)
+
+        return await pod_access.follow(request, shown, len(text), current)
+
+    async def _scale(
+        self, request: web.Request, ops: Operations, target: Target, verb: str
+    ) -> JSON:
+        resource = target.resource
         namespace, name = target.namespace or "", target.name or ""
         current = ops.get(resource, namespace, name)
         if verb == "get":
             return scale.of(current)
         if verb == "update":
-            wanted = await self._body(request)
+            wanted = await read_body(request)
         elif verb == "patch":
-            wanted = scale.patched(current, request.content_type, await self._body(request))
+            wanted = scale.patched(current, request.content_type, await read_body(request))
         else:
             raise errors.method_not_allowed(
                 "the server does not allow this method on the requested resource"
@@ -385,50 +434,25 @@ class ApiHandlers:
         )
 
     async def _apply(
-        self, request: web.Request, target: Target, body: Any, strict: bool, user: User
+        self, ops: Operations, target: Target, body: Any, strict: bool, user: User, dry: bool
     ) -> web.Response:
         """Server-side apply, approximated: create when absent, else a (strategic) merge."""
-        ops, resource = self._operations, target.resource
+        resource = target.resource
         namespace, name = target.namespace or "", target.name or ""
         try:
-            current = ops.read(resource, namespace, name)
+            old = ops.read(resource, namespace, name)
         except errors.ApiError as error:
             if error.code != 404:
                 raise
-            await self._review(target, "CREATE", body, None, user)
+            await self._review(target, "CREATE", body, None, user, dry)
             return _json(ops.create(resource, target.namespace, body, strict), 201)
-        patched = ops.apply_patch(resource, current, patching.APPLY_PATCH, body)
-        await self._review(target, "UPDATE", patched, current, user)
+        patched = ops.apply_patch(resource, old, patching.APPLY_PATCH, body)
+        await self._review(target, "UPDATE", patched, old, user, dry)
         return _json(
             ops.patch(
                 resource, namespace, name, patching.APPLY_PATCH, body, target.subresource, strict
             )
         )
-
-    @staticmethod
-    async def _body(request: web.Request, as_yaml: bool = False) -> Any:
-        raw = await request.read()
-        if request.content_type == protobuf.PROTOBUF and raw:
-            return protobuf.decode(raw)
-        if not raw.strip():
-            return None
-        try:
-            return yaml.safe_load(raw) if as_yaml else json.loads(raw)
-        except (ValueError, yaml.YAMLError) as error:
-            raise errors.bad_request(f"the request body is not valid JSON: {error}") from error
-
-    @classmethod
-    async def _object_body(cls, request: web.Request, resource: ResourceType) -> Any:
-        """A created or replaced object. A custom resource is decoded by its own `kind` and
-        `apiVersion` (the unstructured decoder), so a body without them is refused (400); a
-        built-in kind takes them from the URL."""
-        body = await cls._body(request)
-        if resource.custom and isinstance(body, dict):
-            if not body.get("kind"):
-                raise errors.missing_kind(resource.kind, await request.read())
-            if not body.get("apiVersion"):
-                raise errors.other_api_version("", resource.api_version)
-        return body
 
     @staticmethod
     def _selection(request: web.Request, target: Target) -> Selection:

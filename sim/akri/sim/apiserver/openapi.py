@@ -1,9 +1,10 @@
-"""A minimal OpenAPI v3 discovery: enough for kubectl to choose server-side field validation.
+"""OpenAPI v3 discovery: what kubectl needs to choose server-side field validation and to
+explain kinds.
 
 kubectl looks for a PATCH operation of the object's kind carrying a `fieldValidation`
 parameter; when it finds one it sends `fieldValidation=Strict` and leaves validation to the
-server. Without these documents `kubectl apply` fails before sending anything. No schemas are
-published (so kubectl falls back to its compiled-in patch metadata for built-in kinds).
+server. Without these documents `kubectl apply` fails before sending anything. Each kind's
+schema (`openapi_schemas`) is what `kubectl explain` shows.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from akri.sim.apiserver.openapi_schemas import component_schemas
 from akri.sim.apiserver.resources import Registry, ResourceType
 
 JSON = dict[str, Any]
@@ -69,5 +71,5 @@ def group_version(registry: Registry, group: str, version: str) -> JSON | None:
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.32.0-akri-sim"},
         "paths": paths,
-        "components": {"schemas": {}},
+        "components": {"schemas": component_schemas(kinds)},
     }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import json
 from collections import deque
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from akri.sim.apiserver import cel_rules, crd, errors, metadata, patching
 from akri.sim.apiserver.core_kinds import CRD_GROUP
 from akri.sim.apiserver.resources import Registry, ResourceType
 from akri.sim.apiserver.selectors import FieldSelector, LabelSelector
-from akri.sim.apiserver.store import Store
+from akri.sim.apiserver.store import DryRun, Store
 from akri.sim.apiserver.validation.meta import object_meta
 from akri.sim.apiserver.watchcache import (
     ADDED,
@@ -112,6 +113,12 @@ class Operations:
         namespaces = self.kind("", "v1", "namespaces")
         for name in INITIAL_NAMESPACES:
             self.create(namespaces, None, {"metadata": {"name": name}})
+
+    def dry_run(self) -> Operations:
+        """These verbs as `dryRun=All` runs them: every default and check, nothing kept."""
+        dry = copy.copy(self)
+        dry.store = DryRun(self.store)
+        return dry
 
     def kind(self, group: str, version: str, plural: str) -> ResourceType:
         resource = self.registry.lookup(group, version, plural)
@@ -536,13 +543,15 @@ class Operations:
     def _remove(self, resource: ResourceType, obj: JSON) -> JSON:
         meta = obj["metadata"]
         removed = self.store.delete(resource.key, meta.get("namespace", ""), meta["name"], obj)
-        if resource.key == (CRD_GROUP, "customresourcedefinitions"):
+        if resource.key == (CRD_GROUP, "customresourcedefinitions") and self.store.kept:
             names = removed["spec"]["names"]
             self.store.remove_kind((removed["spec"]["group"], names["plural"]))
             self.registry.remove(removed["spec"]["group"], names["plural"])
         return removed
 
     def _serve_crd(self, definition: JSON) -> None:
+        if not self.store.kept:
+            return
         kinds = crd.resource_types(definition)
         group, plural = definition["spec"]["group"], definition["spec"]["names"]["plural"]
         self.registry.remove(group, plural)

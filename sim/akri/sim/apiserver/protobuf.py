@@ -20,6 +20,7 @@ from google.protobuf.message import DecodeError, Message
 
 from akri.proto.kubernetes.apps import generated_pb2 as _apps  # noqa: F401  # registers kinds
 from akri.proto.kubernetes.authentication import generated_pb2 as _authentication  # noqa: F401
+from akri.proto.kubernetes.authorization import generated_pb2 as _authorization  # noqa: F401
 from akri.proto.kubernetes.batch import generated_pb2 as _batch  # noqa: F401
 from akri.proto.kubernetes.core import generated_pb2 as _core  # noqa: F401
 from akri.proto.kubernetes.meta.generated_pb2 import Unknown

@@ -15,6 +15,7 @@ from aiohttp import web
 
 from akri.service import Service
 from akri.sim.apiserver import errors
+from akri.sim.apiserver.access_reviews import AccessReviews
 from akri.sim.apiserver.admin import AdminHandlers
 from akri.sim.apiserver.apps_kinds import apps_kinds
 from akri.sim.apiserver.authn import TokenIssuer
@@ -27,6 +28,7 @@ from akri.sim.apiserver.handlers import ApiHandlers, LogSource, pause_gate, stat
 from akri.sim.apiserver.kubernetes_service import KubernetesService
 from akri.sim.apiserver.operations import Operations
 from akri.sim.apiserver.platform_kinds import platform_kinds
+from akri.sim.apiserver.pod_access import Exec, PodAccess
 from akri.sim.apiserver.resources import Registry
 from akri.sim.apiserver.store import DEFAULT_HISTORY, Store
 from akri.sim.apiserver.tls import Pki
@@ -101,8 +103,9 @@ class ApiServer(Service):
         self.tokens = TokenIssuer(ADMIN_TOKEN, self._find)
         self.access = AccessLog()
         authorizer = Authorizer(self._rbac_objects) if authorization else None
-        guard = Guard(self.tokens, authorizer, self.access)
-        self._handlers = ApiHandlers(self.operations, self.faults, guard, bookmark_interval_s)
+        self._guard = Guard(self.tokens, authorizer, self.access)
+        self._handlers = ApiHandlers(self.operations, self.faults, self._guard, bookmark_interval_s)
+        self._pod_access = PodAccess(self.operations.store, self._guard)
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._url = ""
@@ -123,6 +126,15 @@ class ApiServer(Service):
         self._handlers.log_source = source
 
     @property
+    def exec_source(self) -> Exec | None:
+        """Where `pods/exec` runs a command (the kubelets' side; set by a cluster)."""
+        return self._pod_access.exec_source
+
+    @exec_source.setter
+    def exec_source(self, source: Exec | None) -> None:
+        self._pod_access.exec_source = source
+
+    @property
     def url(self) -> str:
         if not self._url:
             raise RuntimeError("the server is not started")
@@ -131,6 +143,8 @@ class ApiServer(Service):
     async def start(self) -> None:
         app = web.Application(middlewares=[pause_gate(self.faults), status_errors])
         app.add_routes(AdminHandlers(self.faults, self.access).routes())
+        app.add_routes(AccessReviews(self._guard).routes())
+        app.add_routes(self._pod_access.routes())
         app.add_routes(self._handlers.routes())
         # Cancel a handler when its client goes away, so abandoned watches end at once.
         self._runner = web.AppRunner(

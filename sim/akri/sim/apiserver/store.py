@@ -28,6 +28,9 @@ def identity(obj: JSON) -> tuple[str, str]:
 class Store:
     """Every object of every kind; all writes bump the one global revision."""
 
+    kept = True
+    """Whether writes are kept (False: a `DryRun` view)."""
+
     def __init__(self, history_limit: int = DEFAULT_HISTORY) -> None:
         self._revision = 0
         self._history_limit = history_limit
@@ -106,3 +109,45 @@ class Store:
         self._hubs[key].publish(event)
         for listener in self.listeners:
             listener(key, event)
+
+
+class DryRun(Store):
+    """A store's view for `dryRun=All`: reads see the store, writes are worked out and dropped.
+
+    A write answers what it would have stored, but consumes no resourceVersion and sends no
+    watch event (so no controller, collector or kubelet reacts), as kube-apiserver's dry-run
+    storage does: a created object has no resourceVersion, an updated or deleted one keeps its
+    current one.
+    """
+
+    kept = False
+
+    def __init__(self, store: Store) -> None:
+        self._real = store
+        self._objects = store._objects
+        self._hubs = store._hubs
+        self._uids = store._uids
+        self.listeners = []
+
+    @property
+    def revision(self) -> int:
+        return self._real.revision
+
+    def add_kind(self, key: Key) -> None:
+        """A dry-run CRD serves nothing new."""
+
+    def remove_kind(self, key: Key) -> None:
+        """A dry-run CRD deletion removes nothing."""
+
+    def create(self, key: Key, obj: JSON) -> JSON:
+        obj["metadata"].pop("resourceVersion", None)
+        return obj
+
+    def update(self, key: Key, obj: JSON) -> JSON:
+        obj["metadata"]["resourceVersion"] = self._objects[key][identity(obj)]["metadata"][
+            "resourceVersion"
+        ]
+        return obj
+
+    def delete(self, key: Key, namespace: str, name: str, final: JSON | None = None) -> JSON:
+        return copy_json(final if final is not None else self._objects[key][(namespace, name)])

@@ -46,6 +46,7 @@ class Write:
     obj: JSON | None
     old: JSON | None
     user: User
+    dry_run: bool = False
 
 
 def matches_rule(rule: JSON, write: Write) -> bool:
@@ -104,7 +105,7 @@ def review(write: Write) -> JSON:
         },
         "object": write.obj,
         "oldObject": write.old,
-        "dryRun": False,
+        "dryRun": write.dry_run,
     }
     if write.subresource:
         request["subResource"] = write.subresource

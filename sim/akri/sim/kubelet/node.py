@@ -16,6 +16,7 @@ import asyncio
 import functools
 import json
 import logging
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -67,6 +68,8 @@ class NodeBridge:
         self._kubelet = kubelet
         self._processes = processes
         self._runtimes: dict[str, PodRuntime] = {}
+        self._finished: dict[str, PodRuntime] = {}
+        """Stopped runtimes of completed pods: their logs stay readable until the pod goes."""
         self._node = kubelet.node_name
         self._core = client.CoreV1Api(api_client)
         self._custom = client.CustomObjectsApi(api_client)
@@ -97,8 +100,17 @@ class NodeBridge:
 
     def log_text(self, uid: str, container: str, previous: bool) -> str:
         """What a container of a pod on this node wrote (empty for containers without a process)."""
-        runtime = self._runtimes.get(uid)
+        runtime = self._runtimes.get(uid) or self._finished.get(uid)
         return runtime.log_text(container, previous) if runtime is not None else ""
+
+    async def exec(
+        self, uid: str, container: str, command: Sequence[str], stdin: bool
+    ) -> asyncio.subprocess.Process:
+        """`kubectl exec` in a container of a pod on this node; LookupError when it has none."""
+        runtime = self._runtimes.get(uid)
+        if runtime is None:
+            raise LookupError("the pod runs no processes in akri sim")
+        return await runtime.exec(container, command, stdin)
 
     async def _serve(self) -> None:
         await self._register_node()
@@ -272,6 +284,10 @@ class NodeBridge:
                 # Forgotten only once stopped: a bridge cancelled meanwhile stops it in run().
                 await runtime.stop()
                 del self._runtimes[uid]
+                if pod is not None:
+                    self._finished[uid] = runtime
+        for uid in self._finished.keys() - pods.keys():
+            del self._finished[uid]
         for uid in self._outcomes.keys() - pods.keys():
             del self._outcomes[uid]
             self._written.discard(uid)

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from akri.proto.kubernetes.meta import generated_pb2 as akri_dot_proto_dot_kubernetes_dot_meta_dot_generated__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n4akri/proto/kubernetes/authentication/generated.proto\x12\x1ck8s.io.api.authentication.v1\x1a*akri/proto/kubernetes/meta/generated.proto\"S\n\x14\x42oundObjectReference\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x12\n\napiVersion\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x0b\n\x03uid\x18\x04 \x01(\t\"\xa7\x01\n\x10TokenRequestSpec\x12\x11\n\taudiences\x18\x01 \x03(\t\x12J\n\x0e\x62oundObjectRef\x18\x03 \x01(\x0b\x32\x32.k8s.io.api.authentication.v1.BoundObjectReference\x12\x1e\n\x11\x65xpirationSeconds\x18\x04 \x01(\x03H\x00\x88\x01\x01\x42\x14\n\x12_expirationSeconds\"\x7f\n\x0cTokenRequest\x12\x31\n\x08metadata\x18\x01 \x01(\x0b\x32\x1f.k8s.io.apimachinery.ObjectMeta\x12<\n\x04spec\x18\x02 \x01(\x0b\x32..k8s.io.api.authentication.v1.TokenRequestSpecb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n4akri/proto/kubernetes/authentication/generated.proto\x12\x1ck8s.io.api.authentication.v1\x1a*akri/proto/kubernetes/meta/generated.proto\"S\n\x14\x42oundObjectReference\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x12\n\napiVersion\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x0b\n\x03uid\x18\x04 \x01(\t\"\xa7\x01\n\x10TokenRequestSpec\x12\x11\n\taudiences\x18\x01 \x03(\t\x12J\n\x0e\x62oundObjectRef\x18\x03 \x01(\x0b\x32\x32.k8s.io.api.authentication.v1.BoundObjectReference\x12\x1e\n\x11\x65xpirationSeconds\x18\x04 \x01(\x03H\x00\x88\x01\x01\x42\x14\n\x12_expirationSeconds\"\x7f\n\x0cTokenRequest\x12\x31\n\x08metadata\x18\x01 \x01(\x0b\x32\x1f.k8s.io.apimachinery.ObjectMeta\x12<\n\x04spec\x18\x02 \x01(\x0b\x32..k8s.io.api.authentication.v1.TokenRequestSpec\"F\n\x11SelfSubjectReview\x12\x31\n\x08metadata\x18\x01 \x01(\x0b\x32\x1f.k8s.io.apimachinery.ObjectMetab\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,4 +38,6 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TOKENREQUESTSPEC']._serialized_end=383
   _globals['_TOKENREQUEST']._serialized_start=385
   _globals['_TOKENREQUEST']._serialized_end=512
+  _globals['_SELFSUBJECTREVIEW']._serialized_start=514
+  _globals['_SELFSUBJECTREVIEW']._serialized_end=584
 # @@protoc_insertion_point(module_scope)

@@ -101,3 +101,23 @@ class TokenRequest(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___TokenRequest: _TypeAlias = TokenRequest  # noqa: Y015
+
+@_typing.final
+class SelfSubjectReview(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    METADATA_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def metadata(self) -> _generated_pb2.ObjectMeta: ...
+    def __init__(
+        self,
+        *,
+        metadata: _generated_pb2.ObjectMeta | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SelfSubjectReview: _TypeAlias = SelfSubjectReview  # noqa: Y015

@@ -212,6 +212,26 @@ class PodRuntime:
         path = self._log_file(found, run)
         return path.read_text(errors="replace") if path.exists() else ""
 
+    async def exec(
+        self, container: str, command: Sequence[str], stdin: bool
+    ) -> asyncio.subprocess.Process:
+        """`command` in the running container's mount and network namespaces, with its env
+        (`kubectl exec`); LookupError when the container runs no process now."""
+        found = next((c for c in self._containers if c.name == container), None)
+        if found is None or not found.has_process:
+            image = "" if found is None else found.spec.get("image", "")
+            raise LookupError(f"container {container} runs no process in akri sim (image {image})")
+        process = found.process
+        if process is None or process.returncode is not None:
+            raise LookupError(f"container {container} is not running")
+        return await asyncio.create_subprocess_exec(
+            "nsenter", f"--target={process.pid}", "--mount", "--net", "--", *command,
+            env=found.env,
+            stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            cwd=found.spec.get("workingDir") or "/", start_new_session=True,
+        )  # fmt: skip
+
     # --- containers ------------------------------------------------------------------------
 
     def _log_file(self, container: _Container, run: int) -> Path:

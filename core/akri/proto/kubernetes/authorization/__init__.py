@@ -1,0 +1,1 @@
+"""Kubernetes authorization protobuf messages (generated code beside the hand-written .proto)."""
