@@ -34,6 +34,7 @@ from akri.sim.kubelet.kubelet import Kubelet
 from akri.sim.kubelet.model import AdmissionError
 from akri.sim.kubelet.runtime.pod import PodRuntime
 from akri.sim.kubelet.runtime.processes import Processes
+from akri.sim.podnet.addresses import NoPodAddress
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,9 @@ class NodeBridge:
         self._outcomes: dict[str, dict[str, Any]] = {}
         """Pod uid -> the status the kubelet decided; written until the write succeeds."""
         self._written: set[str] = set()
+        self._sandbox_waits: dict[str, dict[str, dict[str, str]]] = {}
+        """Pod uid -> its devices' env, for admitted pods whose sandbox is not made yet."""
+        self._sandbox_reported: set[str] = set()
         self._warn_once = OnceLog(log)
 
     async def run(self) -> None:
@@ -275,6 +279,14 @@ class NodeBridge:
         for uid in self._outcomes.keys() - pods.keys():
             del self._outcomes[uid]
             self._written.discard(uid)
+        for uid in list(self._sandbox_waits):
+            pod = pods.get(uid)
+            if pod is None or _phase(pod) in objects.TERMINAL_PHASES:
+                del self._sandbox_waits[uid]
+                self._sandbox_reported.discard(uid)
+            elif (status := await self._start_runtime(pod)) is not None:
+                self._outcomes[uid]["status"] = status
+                self._written.discard(uid)
         for pod in sorted(pods.values(), key=_created):
             uid = pod["metadata"]["uid"]
             if uid not in self._outcomes:
@@ -322,13 +334,39 @@ class NodeBridge:
                 device_env.setdefault(name, {}).update(container_edits.env)
         status = objects.running_status(pod, _now())
         if self._processes is not None and self._processes.wants(pod):
-            runtime = self._processes.runtime(
-                pod, functools.partial(self._runtime_changed, metadata["uid"]), device_env
-            )
-            self._runtimes[metadata["uid"]] = runtime
-            runtime.start()
-            status = runtime.status()
+            self._sandbox_waits[metadata["uid"]] = device_env
+            status = await self._start_runtime(pod) or objects.creating_status(pod)
         return {"metadata": {"annotations": annotations}, "status": status}
+
+    async def _start_runtime(self, pod: Object) -> dict[str, Any] | None:
+        """Run the pod's containers: their status; None while its sandbox cannot be made (no
+        free pod address), which is recorded once in a FailedCreatePodSandBox Event, as a
+        kubelet reports a CNI failure; the pod stays ContainerCreating and is tried again
+        when the node's pods change."""
+        assert self._processes is not None
+        uid = pod["metadata"]["uid"]
+        try:
+            runtime = self._processes.runtime(
+                pod, functools.partial(self._runtime_changed, uid), self._sandbox_waits[uid]
+            )
+        except NoPodAddress as error:
+            if uid not in self._sandbox_reported:
+                self._sandbox_reported.add(uid)
+                log.info("pod %s waits for a pod address: %s", pod["metadata"]["name"], error)
+                await record_event(
+                    self._core,
+                    {**pod, "apiVersion": "v1", "kind": "Pod"},
+                    "FailedCreatePodSandBox",
+                    f"Failed to create pod sandbox: failed to set up the pod network: {error}",
+                    component=COMPONENT,
+                    kind="Warning",
+                )
+            return None
+        del self._sandbox_waits[uid]
+        self._sandbox_reported.discard(uid)
+        self._runtimes[uid] = runtime
+        runtime.start()
+        return runtime.status()
 
     async def _prepare_claims(self, pod: Object) -> dict[str, cdi.Edits]:
         """Prepare the pod's claims; the CDI edits of each container. Raises when the pod

@@ -12,6 +12,10 @@ NODE_PREFIX: Final = 24
 MAX_NODES: Final = 2 ** (NODE_PREFIX - CLUSTER_CIDR.prefixlen)
 
 
+class NoPodAddress(RuntimeError):
+    """The node's pod CIDR is used up: a pod's sandbox cannot be made until one ends."""
+
+
 @dataclass
 class NodeNetwork:
     """Node `index`'s share of the cluster CIDR: the `index`-th /24. Its first address is the
@@ -38,7 +42,7 @@ class NodeNetwork:
         return str(self.cidr.network_address + 1)
 
     def allocate(self) -> str:
-        """A free pod address, the first after the one given last; RuntimeError when the
+        """A free pod address, the first after the one given last; NoPodAddress when the
         node's CIDR is used up."""
         count = self.cidr.num_addresses - 3  # all but the network, gateway and broadcast
         for step in range(1, count + 1):
@@ -48,7 +52,7 @@ class NodeNetwork:
                 self._used.add(address)
                 self._last = offset
                 return str(address)
-        raise RuntimeError(f"no free pod address in {self.cidr}")
+        raise NoPodAddress(f"no free pod address in {self.cidr}")
 
     def release(self, address: str) -> None:
         self._used.discard(ipaddress.IPv4Address(address))
