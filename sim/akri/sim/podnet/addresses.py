@@ -7,6 +7,11 @@ from dataclasses import dataclass, field
 from typing import Final
 
 BRIDGE: Final = "cni0"
+BRIDGE_MAC: Final = "0a:58:0a:f4:00:01"
+"""The bridge's own MAC (locally administered), set so that it never changes. A bridge without
+one takes the lowest MAC of its ports: a pod's veth joining or leaving changed the gateway's
+MAC under every other pod, whose packets then went to the old one until its ARP entry expired,
+tens of seconds in which the controller's Lease renewals timed out (issue 27)."""
 CLUSTER_CIDR: Final = ipaddress.IPv4Network("10.244.0.0/16")
 NODE_PREFIX: Final = 24
 MAX_NODES: Final = 2 ** (NODE_PREFIX - CLUSTER_CIDR.prefixlen)
