@@ -30,7 +30,7 @@ from akri.controller.serving_certificate import (
     Wanted,
     renewed,
 )
-from akri.kube.calls import call
+from akri.kube.calls import call, describe
 from akri.service import Service
 
 log = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ class CertificateKeeper(Service):
             try:
                 await self.sync()
             except (ApiException, OSError, RuntimeError) as error:  # tried again, sooner
-                log.warning("webhook certificate not made or checked: %s", error)
+                log.warning("webhook certificate not made or checked: %s", describe(error))
                 await asyncio.sleep(backoff.next_delay())
                 continue
             backoff.reset()

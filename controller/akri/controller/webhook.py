@@ -18,6 +18,7 @@ from pathlib import Path
 from aiohttp import web
 
 from akri.controller.admission import BadReview, review
+from akri.kube.calls import describe
 from akri.service import Service
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,7 @@ class WebhookServer(Service):
             try:
                 self._load()
             except (OSError, ssl.SSLError) as error:  # half-written files: next round
-                log.warning("webhook certificate not reloaded: %s", error)
+                log.warning("webhook certificate not reloaded: %s", describe(error))
 
     async def start(self) -> None:
         self._load()  # a missing or broken certificate stops the start with the reason

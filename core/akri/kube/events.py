@@ -14,6 +14,8 @@ from typing import Any, Literal
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from akri.kube.calls import describe
+
 log = logging.getLogger(__name__)
 
 
@@ -54,4 +56,6 @@ async def record_event(
     try:
         await api.create_namespaced_event(namespace, body)
     except (ApiException, OSError) as error:
-        log.warning("could not record event %s on %s: %s", reason, metadata["name"], error)
+        log.warning(
+            "could not record event %s on %s: %s", reason, metadata["name"], describe(error)
+        )

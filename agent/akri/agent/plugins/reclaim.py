@@ -357,7 +357,7 @@ class Reclaimer:
             await self._cache.delete(namespace, name, instance.metadata.resource_version or "")
         except ApiException as error:
             if error.status not in (HTTP_NOT_FOUND, HTTP_CONFLICT):
-                log.warning("cannot delete Instance %s/%s: %s", namespace, name, error)
+                log.warning("cannot delete Instance %s/%s: %s", namespace, name, describe(error))
             return
         log.info("deleted Instance %s: no node sees its device and no slot is held", name)
 
@@ -392,7 +392,9 @@ class Reclaimer:
             try:
                 await self._cache.update_status(namespace, name, mutate)
             except _API_ERRORS as error:
-                log.warning("cannot report a slot conflict on Instance %s: %s", name, error)
+                log.warning(
+                    "cannot report a slot conflict on Instance %s: %s", name, describe(error)
+                )
 
     def _unknown_notes(
         self, unknown: list[slots.Holding], uses: Mapping[slots.Holding, Collection[User]]

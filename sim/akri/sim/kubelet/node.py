@@ -24,7 +24,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri.backoff import Backoff
-from akri.kube.calls import call
+from akri.kube.calls import call, describe
 from akri.kube.events import record_event
 from akri.kube.reflector import Object, Reflector
 from akri.logs import OnceLog
@@ -172,7 +172,7 @@ class NodeBridge:
                     if error.status != HTTP_NOT_FOUND:
                         raise
         except _API_ERRORS as error:
-            log.warning("ResourceSlices of %s not deleted: %s", self._node, error)
+            log.warning("ResourceSlices of %s not deleted: %s", self._node, describe(error))
             return
         self._wiped = kubelet.starts
 
@@ -219,7 +219,7 @@ class NodeBridge:
                 )
                 await self._leases.create_namespaced_lease(LEASE_NAMESPACE, body)
         except _API_ERRORS as error:
-            log.warning("lease of %s not renewed: %s", self._node, error)
+            log.warning("lease of %s not renewed: %s", self._node, describe(error))
 
     async def _publish_status(self, *, heartbeat: bool) -> None:
         """Write Node status when it changed, or to renew the heartbeat."""
@@ -241,7 +241,7 @@ class NodeBridge:
         try:
             await self._core.patch_node_status(self._node, {"status": status})
         except _API_ERRORS as error:
-            log.warning("node status of %s not written: %s", self._node, error)
+            log.warning("node status of %s not written: %s", self._node, describe(error))
             return
         self._last_status = status
         self._published |= resources.keys()
@@ -430,7 +430,10 @@ class NodeBridge:
                 name, namespace, {"status": outcome["status"]}
             )
         except _API_ERRORS as error:
-            log.warning("status of pod %s/%s not written: %s", namespace, name, error)
+            if isinstance(error, ApiException) and error.status == HTTP_NOT_FOUND:
+                log.info("pod %s/%s was deleted before its status was written", namespace, name)
+            else:
+                log.warning("status of pod %s/%s not written: %s", namespace, name, describe(error))
             return False
         status = outcome["status"]
         if status["phase"] == "Failed" and "reason" in status:
