@@ -308,7 +308,7 @@ async def test_a_name_too_long_for_resources_is_refused(
     long_name = "c" * 60
     extensions = client.ApiextensionsV1Api(api)
     crd = await extensions.read_custom_resource_definition("configurations.akri.sh")
-    crd.spec.versions[0].schema.open_apiv3_schema.x_kubernetes_validations = None
+    crd.spec.versions[0].schema.open_apiv3_schema.x_kubernetes_validations = []
     await extensions.replace_custom_resource_definition("configurations.akri.sh", crd)
     async with running_agent(api, socket_dir, A):
         await k.apply(configuration(long_name))

@@ -65,13 +65,14 @@ async def test_a_pod_no_node_has_room_for_says_why_on_the_pod_and_in_an_event(
     core = client.CoreV1Api(nodes_api)
     listed = await call(core.list_node)
     most = max(parse(node["status"]["allocatable"]["cpu"]) for node in listed["items"])
-    resources = {"requests": {"cpu": str(int(most) * 2 + 1)}}
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "big"},
-        "spec": {"containers": [{"name": "c", "image": "busybox", "resources": resources}]},
-    }
+    container = client.V1Container(
+        name="c",
+        image="busybox",
+        resources=client.V1ResourceRequirements(requests={"cpu": str(int(most) * 2 + 1)}),
+    )
+    pod = client.V1Pod(
+        metadata=client.V1ObjectMeta(name="big"), spec=client.V1PodSpec(containers=[container])
+    )
     await core.create_namespaced_pod(space, pod)
     total = len(listed["items"])
     expected = (
@@ -103,25 +104,23 @@ async def test_the_replicas_of_a_deployment_are_spread_over_the_nodes(
     nodes_api: client.ApiClient, space: str
 ) -> None:
     labels = {"app": "spread"}
-    deployment = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "spread"},
-        "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
-            },
-        },
-    }
+    deployment = client.V1Deployment(
+        metadata=client.V1ObjectMeta(name="spread"),
+        spec=client.V1DeploymentSpec(
+            replicas=2,
+            selector=client.V1LabelSelector(match_labels=labels),
+            template=client.V1PodTemplateSpec(
+                metadata=client.V1ObjectMeta(labels=labels),
+                spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="busybox")]),
+            ),
+        ),
+    )
     await client.AppsV1Api(nodes_api).create_namespaced_deployment(space, deployment)
     core = client.CoreV1Api(nodes_api)
 
     async def placed() -> list[str] | None:
         pods = await call(core.list_namespaced_pod, space, label_selector="app=spread")
-        nodes = [(p.get("spec") or {}).get("nodeName") for p in pods["items"]]
+        nodes = [str((p.get("spec") or {}).get("nodeName") or "") for p in pods["items"]]
         return sorted(nodes) if len(nodes) == 2 and all(nodes) else None
 
     nodes = await eventually(placed, "both replicas scheduled", 60)
