@@ -111,6 +111,12 @@ def _run_sim(args: argparse.Namespace) -> int:
     if args.chart is not None and args.bare:
         print("akri sim: --chart installs akri, --bare runs no akri: choose one", file=sys.stderr)
         return EXIT_USAGE
+    if args.chart is not None and not (args.chart / "Chart.yaml").is_file():
+        print(
+            f"akri sim: --chart {args.chart}: not a Helm chart directory (no Chart.yaml there)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     # force: onvif-zeep-async configures the root logger (INFO) when it is imported.
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
@@ -142,6 +148,9 @@ def _run_sim(args: argparse.Namespace) -> int:
     except (OSError, ValueError, RuntimeError) as error:
         print(f"akri sim: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # before the simulator handles Ctrl-C itself: nothing runs yet
+        print("akri sim: stopping", file=sys.stderr)
+        return 0
 
 
 def _duration(value: str) -> float:

@@ -39,3 +39,14 @@ def parse_duration(value: object) -> float:
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 """A pydantic field type: seconds, given with or without a unit."""
+
+
+def format_duration(seconds: float) -> str:
+    """`seconds` as an operator writes it, in the largest unit that keeps it whole ("8760h",
+    "5m", "250ms", "1.5s"); parse_duration reads it back."""
+    for unit, size in (("h", 3600.0), ("m", 60.0), ("s", 1.0)):
+        if seconds >= size and (seconds / size).is_integer():
+            return f"{seconds / size:.0f}{unit}"
+    if seconds < 1 and (seconds * 1000).is_integer():
+        return f"{seconds * 1000:.0f}ms"
+    return f"{seconds:g}s"

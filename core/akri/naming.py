@@ -27,6 +27,8 @@ MAX_RESOURCE_NAME_PART = 63  # the name part of an extended resource is a qualif
 MAX_OBJECT_NAME = 253  # DNS-1123 subdomain, the limit for metadata.name
 MAX_DNS_LABEL = 63  # Pod host names and Service names are DNS-1123 labels
 DIGEST_HEX_LENGTH = 6
+MAX_CONFIGURATION_NAME = MAX_RESOURCE_NAME_PART - 1 - DIGEST_HEX_LENGTH
+"""A Configuration's Instances are `<name>-<digest>`, advertised as `akri.sh/<Instance name>`."""
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")

@@ -4,6 +4,8 @@ operator can act on."""
 from __future__ import annotations
 
 import argparse
+import shutil
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -12,9 +14,11 @@ from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings
 
-from akri.durations import parse_duration
+from akri.durations import format_duration, parse_duration
 
 S = TypeVar("S", bound=BaseSettings)
+NO_BREAK = "\xa0"
+"""Keeps "(default: ...)" on one line when the help is wrapped."""
 
 
 class SettingsError(Exception):
@@ -66,7 +70,7 @@ def _default(field: FieldInfo) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     if any(getattr(m, "func", None) is parse_duration for m in field.metadata):
-        return f"{value:g}s"
+        return format_duration(value)
     return str(value)
 
 
@@ -93,10 +97,21 @@ def help_text(description: str, environment: Sequence[Variable]) -> dict[str, An
     lines = []
     if environment:
         width = max(len(variable.name) for variable in environment)
+        indent = " " * (width + 4)
+        # As argparse wraps its own help: to the terminal, continuation lines indented.
+        columns = max(shutil.get_terminal_size().columns - 2, len(indent) + 20)
         lines.append("environment variables:")
         for variable in environment:
-            lines.append(f"  {variable.name:<{width}}  {variable.meaning}".rstrip())
-            lines.append(f"  {'':<{width}}  (default: {variable.default})")
+            default = f"(default: {variable.default})".replace(" ", NO_BREAK)
+            text = f"{variable.meaning} {default}".lstrip()
+            lines += textwrap.wrap(
+                text,
+                columns,
+                initial_indent=f"  {variable.name:<{width}}  ",
+                subsequent_indent=indent,
+                break_on_hyphens=False,
+            )
+        lines = [line.replace(NO_BREAK, " ") for line in lines]
     return {
         "description": description,
         "epilog": "\n".join(lines) or None,

@@ -77,12 +77,16 @@ class Conflict:
     holder: Holder
     users: tuple[User, ...]
 
-    def __str__(self) -> str:
-        users = ", ".join(map(str, self.users))
+    @property
+    def problem(self) -> str:
+        """The conflict without naming its users (an Event on a user's pod names it)."""
         return (
-            f"{users} uses slot {self.slot} (as {self.holding.device} of "
-            f"{self.holding.resource}), but deviceUsage says it is {self.holder}"
+            f"slot {self.slot} (as {self.holding.device} of {self.holding.resource}) is in use, "
+            f"but deviceUsage says it is {self.holder}"
         )
+
+    def __str__(self) -> str:
+        return f"{', '.join(map(str, self.users))}: {self.problem}"
 
 
 @dataclass(frozen=True)
@@ -172,3 +176,44 @@ def stale_holdings(
     """
     since = {h: unused_since.get(h, now) for h in held if h not in in_use}
     return {h for h, t in since.items() if now - t >= grace}, since
+
+
+PodKey = tuple[str, str]
+"""(namespace, name) of a pod."""
+
+
+def pods_of(users: Iterable[User]) -> set[PodKey]:
+    return {(user.namespace, user.pod) for user in users}
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """The containers PodResources last listed using a holding, and when that List was sent."""
+
+    users: frozenset[User]
+    at: float
+
+
+def ended_holdings(
+    held: Iterable[Holding],
+    in_use: Collection[Holding],
+    last_seen: Mapping[Holding, Sighting],
+    ended: Collection[PodKey],
+    granted: Mapping[Holding, float],
+) -> set[Holding]:
+    """This node's holdings to free at once, before the grace: seen in use, unused now, not
+    granted since that List was sent, and every pod that used them is over (gone from the API,
+    or Succeeded or Failed): no container of theirs runs, and no other can hold the slot.
+
+    The grace stays for the rest: a holding never seen in use (its Allocate may be in flight,
+    the kubelet not listing the container yet), one granted again since (a new container may
+    hold it), and one whose pods still exist (a restarted kubelet lists no pods at first).
+    """
+    return {
+        holding
+        for holding in held
+        if holding not in in_use
+        and (seen := last_seen.get(holding)) is not None
+        and granted.get(holding, float("-inf")) < seen.at
+        and pods_of(seen.users) <= set(ended)
+    }

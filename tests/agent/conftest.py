@@ -271,11 +271,30 @@ class AgentNode:
         await self.until(reached, f"{resource} capacity {capacity} allocatable {allocatable}")
 
     async def admit(self, *containers: Container, init: Sequence[Container] = ()) -> AdmittedPod:
-        """Admit a new pod with these containers (raises AdmissionError when refused)."""
+        """Admit a new pod with these containers (raises AdmissionError when refused); the Pod
+        exists in the API, Running on this node, as a pod the kubelet lists does."""
         self.pods += 1
         uid = f"{self.name}-pod-{self.pods}"
-        return await self.kubelet.admit(
+        admitted = await self.kubelet.admit(
             uid, uid, NAMESPACE, init_containers=init, containers=containers
+        )
+        core = client.CoreV1Api(self.cluster.api)
+        pod = client.V1Pod(
+            metadata=client.V1ObjectMeta(name=uid),
+            spec=client.V1PodSpec(
+                node_name=self.name,
+                containers=[client.V1Container(name=c.name, image="app") for c in containers],
+            ),
+        )
+        await core.create_namespaced_pod(NAMESPACE, pod)
+        await core.patch_namespaced_pod_status(uid, NAMESPACE, {"status": {"phase": "Running"}})
+        return admitted
+
+    async def end(self, pod: AdmittedPod) -> None:
+        """The pod ends: its containers are gone from the kubelet, the Pod from the API."""
+        assert self.kubelet.remove_pod(pod.spec.uid)
+        await client.CoreV1Api(self.cluster.api).delete_namespaced_pod(
+            pod.spec.uid, NAMESPACE, grace_period_seconds=0
         )
 
     def admitted(self) -> set[Holding]:

@@ -303,7 +303,13 @@ async def _condition_true(k: Api, config: str, type: str) -> dict[str, str] | No
 async def test_a_name_too_long_for_resources_is_refused(
     api: client.ApiClient, socket_dir: Path, k: Api
 ) -> None:
+    """The agents' own check, for a cluster whose CRD predates the rule that refuses such a
+    name at admission (tests/conformance/test_conformance_configuration_name.py)."""
     long_name = "c" * 60
+    extensions = client.ApiextensionsV1Api(api)
+    crd = await extensions.read_custom_resource_definition("configurations.akri.sh")
+    crd.spec.versions[0].schema.open_apiv3_schema.x_kubernetes_validations = []
+    await extensions.replace_custom_resource_definition("configurations.akri.sh", crd)
     async with running_agent(api, socket_dir, A):
         await k.apply(configuration(long_name))
         await k.apply(configuration())

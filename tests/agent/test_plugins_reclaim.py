@@ -104,6 +104,101 @@ async def test_slots_of_a_removed_pod_are_freed_after_the_grace_period(
     await node.until_capacity(il, 2, 2)
 
 
+async def test_slots_of_a_pod_that_ended_are_freed_at_once(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    """Issue 27: Instances lingered ~25 s after their brokers were gone, the reclaim grace.
+    A pod gone from the API (or Succeeded, or Failed) runs no container: its slots go at once."""
+    clock = Clock()
+    instance, (node,) = await setup(cluster, start_node, clock, "node-a")
+    il, first, second = await use_both(node, instance)
+    (slot,) = first.ids("app", il)
+    (device,) = second.ids("app", CL)
+    rounds = reclaimer(node, clock)
+    clock.now += 1  # the Allocates came before the List that sees their containers
+    assert (await rounds.reclaim()).freed == []  # in use
+
+    await node.end(first)
+    await client.CoreV1Api(cluster.api).patch_namespaced_pod_status(
+        second.spec.uid, "default", {"status": {"phase": "Succeeded"}}
+    )
+    assert node.kubelet.remove_pod(second.spec.uid)
+    done = await rounds.reclaim()
+
+    assert set(done.freed) == set(done.ended) == {Holding(il, slot), Holding(CL, device)}
+    assert set((await cluster.usage(instance)).values()) == {""}
+
+
+async def test_a_pod_still_in_the_api_keeps_its_slots_for_the_grace(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    """What the grace is for: a restarted kubelet lists no pods until it knows them again, so
+    a slot missing from PodResources whose pod still exists may well be in use."""
+    clock = Clock()
+    instance, (node,) = await setup(cluster, start_node, clock, "node-a")
+    _, pod, slot = await use_il(node, instance)
+    rounds = reclaimer(node, clock)
+    clock.now += 2 * GRACE_S  # past the grace of the Allocate itself
+    assert (await rounds.reclaim()).freed == []
+
+    assert node.kubelet.remove_pod(pod.spec.uid)  # not listed; the pod runs on
+
+    clock.now += GRACE_S - 1
+    assert (await rounds.reclaim()).freed == []
+    assert (await rounds.reclaim()).freed == []
+    assert (await cluster.usage(instance))[slot] == "node-a"
+
+
+async def test_a_slot_granted_again_after_its_pod_ended_waits_for_the_grace(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    """The race: the pod that used the slot ended, and the kubelet gave the slot to a new
+    container before the round; the new container is not listed yet (its Allocate in flight),
+    so freeing the slot because its last user ended would free it under the new one."""
+    clock = Clock()
+    instance, (node,) = await setup(cluster, start_node, clock, "node-a")
+    il, pod, slot = await use_il(node, instance)
+    rounds = reclaimer(node, clock)
+    clock.now += 1
+    assert (await rounds.reclaim()).freed == []
+    await node.end(pod)
+    clock.now += 1
+
+    await allocate(node, il, [slot])  # straight to the plugin: PodResources never lists it
+
+    assert (await rounds.reclaim()).freed == []
+    assert (await cluster.usage(instance))[slot] == "node-a"
+
+
+async def test_the_loop_frees_the_slots_of_a_deleted_instance_when_its_pods_end(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    """End to end, with a grace of an hour: deleting an Instance waits for its pods, not for
+    the grace (its slots finalizer goes once the last slot is free)."""
+    cluster.set_configuration(CONFIG)
+    # Rounds only when called: the Instance's deletion calls one, and rounds follow promptly
+    # while its pods end.
+    node = await start_node("node-a", reclaim=True, grace=3600, interval=3600)
+    instance = await cluster.create_instance(CONFIG, "foo0", ["node-a"])
+    await node.until_capacity(CL, 1, 1)
+    pod = await node.admit(Container("app", {CL: 1}))
+    reclaimer = node.agent.reclaimer
+    assert reclaimer is not None
+
+    await cluster.delete_instance(instance)  # waits on its slots finalizer
+    await eventually(lambda: bool(reclaimer.seen_in_use), "a round to see the slot in use")
+    await node.end(pod)
+
+    async def gone() -> bool:
+        try:
+            await cluster.read(instance)
+        except ApiException as error:
+            return error.status == HTTP_NOT_FOUND
+        return False
+
+    await eventually(gone, "the slot freed and the Instance gone")
+
+
 async def test_slots_in_use_and_other_nodes_slots_are_never_freed(
     cluster: Cluster, start_node: StartNode
 ) -> None:
@@ -326,7 +421,11 @@ async def test_a_slot_in_use_held_by_another_node_is_reported_not_taken(
     condition = status.condition("SlotConflict")
     assert condition is not None
     assert condition.status == "True"
-    assert [reason for reason, _ in await events(cluster, pod.spec.name)] == ["SlotConflict"]
+    ((reason, message),) = await events(cluster, pod.spec.name)
+    assert reason == "SlotConflict"
+    # Issue 27: the pod's container was named twice ("container c of pod p: container c of...").
+    assert message.count("container ") == 1, message
+    assert message.startswith(f"container app of pod default/{pod.spec.name}: slot {slot} ")
 
     await cluster.change_instance(instance, device_usage={slot: ""})
     assert (await rounds.reclaim()).recorded == [Holding(il, slot)]

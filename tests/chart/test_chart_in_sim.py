@@ -86,6 +86,8 @@ NOT_ALWAYS_USED: dict[str, dict[Grant, str]] = {
         "device deletes its Instance once the device is gone (publisher.py)",
         Grant("akri.sh", "instances/status", "update"): "slot conflict conditions "
         "(plugins/reclaim.py): only when two holders claim one slot",
+        Grant("", "pods", "get"): "whether the pods that used a slot ended, to free it before "
+        "the reclaim grace (plugins/reclaim.py): only once a round saw the slot in use",
     },
     "controller": {
         Grant("", "services", "update"): "a Configuration's service spec edited while its "

@@ -56,7 +56,7 @@ def test_unwanted_brokers_are_deleted_with_the_reason() -> None:
     (deletion,) = plan.delete
     assert (deletion.name, deletion.reason, deletion.failed) == ("b", Reason.NOT_WANTED, False)
     assert "node n2 is no longer" in deletion.detail
-    gone = plan_brokers({}, [actual("a")], NOW, GRACE).delete[0]
+    gone = plan_brokers({}, [actual("a")], NOW, GRACE, ["n1"]).delete[0]
     assert "deploys no such broker" in gone.detail
     job = plan_brokers({"j2": desired("j2")}, [actual("j1", phase=None)], NOW, GRACE)
     assert "superseded" in job.delete[0].detail
@@ -104,3 +104,13 @@ def test_pending_broker_without_creation_time_is_left_alone() -> None:
     del broker["metadata"]["creationTimestamp"]
     plan = plan_brokers({"a": desired("a")}, [broker], NOW, GRACE)
     assert (plan.delete, plan.create, plan.recheck_after) == ([], [], None)
+
+
+def test_a_device_offline_on_its_last_node_is_told_as_on_any_other_node() -> None:
+    """Issue 27: one offline device gave two reasons: the node's broker left while another node
+    still saw it ("no longer in the Instance's nodes"), the last one as "the Configuration
+    deploys no such broker"."""
+    leaving = plan_brokers({"a": desired("a")}, [actual("b", node="n2")], NOW, GRACE, ["n1"])
+    last = plan_brokers({}, [actual("a", node="n1")], NOW, GRACE, [])
+    assert leaving.delete[0].detail == "node n2 is no longer in the Instance's nodes"
+    assert last.delete[0].detail == "node n1 is no longer in the Instance's nodes"

@@ -361,3 +361,29 @@ class _Responder(asyncio.DatagramProtocol):
 
     def datagram_received(self, data: bytes, addr: tuple[str | int, ...]) -> None:
         self._camera.answer(data, addr)
+
+
+WS_DISCOVERY_PORT = 3702
+
+
+async def _serve(scope: str, uuid: str) -> None:
+    async with FakeCamera(
+        port=WS_DISCOVERY_PORT, uuid=uuid, scopes=(f"onvif://www.onvif.org/name/{scope}",)
+    ) as camera:
+        print(f"fake ONVIF camera {uuid} in scope {scope}: {camera.xaddr}", flush=True)
+        await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    # A camera for the ONVIF example on this machine (README): it answers WS-Discovery probes
+    # on loopback port 3702, as `ONVIF_INTERFACE_ADDRESS=127.0.0.1 akri-discovery-handler onvif`
+    # sends them, and SOAP on a free loopback port, until Ctrl-C.
+    import argparse
+    import contextlib
+
+    parser = argparse.ArgumentParser(prog="python -m tests.handlers.fake_onvif")
+    parser.add_argument("--scope", default="Lobby", help="its onvif name scope (default: Lobby)")
+    parser.add_argument("--uuid", default="1a2b3c4d-0000-4000-8000-00000000000a")
+    arguments = parser.parse_args()
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(arguments.scope, arguments.uuid))

@@ -261,3 +261,21 @@ async def test_stop_hangs_up_and_removes_the_sockets(
         await kubelet.admit("u", "p", "ns")
     await kubelet.start()
     assert kubelet.capacity() == {RESOURCE: 0}
+
+
+async def test_a_plugin_that_stops_is_told_in_one_info_line(
+    kubelet: Kubelet, make_plugin: PluginFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 27: every Configuration deleted gave one warning per plugin ('ListAndWatch of ...
+    failed: Cancelling all calls'); a plugin stopping is expected, and told at INFO."""
+    plugin = await make_plugin(RESOURCE, [device("a")])
+    await wait(kubelet, lambda: RESOURCE in kubelet.registered_resources())
+    caplog.set_level("INFO", logger="akri.sim.kubelet.endpoint")
+
+    await plugin.stop()
+    await wait(kubelet, lambda: RESOURCE not in kubelet.registered_resources())
+
+    told = [r for r in caplog.records if r.name == "akri.sim.kubelet.endpoint"]
+    assert [(r.levelname, r.getMessage()) for r in told] == [
+        ("INFO", f"ListAndWatch of {RESOURCE} ended: Cancelling all calls")
+    ]

@@ -19,6 +19,9 @@ from akri.sim.kubelet import Kubelet
 from akri.sim.kubelet.changes import Changes
 from akri.sim.kubelet.node import LEASE_DURATION_S, LEASE_NAMESPACE, NodeBridge
 from akri.sim.kubelet.objects import ALLOCATIONS_ANNOTATION
+from akri.sim.kubelet.runtime.pod import NodeHost, RuntimeSettings
+from akri.sim.kubelet.runtime.processes import Processes
+from akri.sim.podnet.addresses import NodeNetwork, NoPodAddress
 from tests.kubelet.plugin import FakePlugin, device
 
 RESOURCE = "akri.sh/cam"
@@ -240,3 +243,62 @@ async def test_the_bridge_goes_on_after_a_kubelet_restart_cuts_an_allocate(
     await core.delete_namespaced_pod("next", "default")
     async with asyncio.timeout(WAIT_S):
         await kubelet.wait_for(lambda: uid not in kubelet.pods)
+
+
+@pytest.mark.usefixtures("plugin", "bridge")
+async def test_nodes_show_their_kubelet_version(nodes: Follow) -> None:
+    """Issue 27: `kubectl get nodes` showed no VERSION (status.nodeInfo.kubeletVersion)."""
+    await nodes.until(node_has(lambda n: bool((n.get("status") or {}).get("nodeInfo"))))
+    info = nodes.reflector.objects[("", NODE)]["status"]["nodeInfo"]
+    assert info["kubeletVersion"].startswith("v1.")
+    assert info["operatingSystem"] == "linux"
+
+
+async def test_a_pod_without_a_free_pod_address_waits_with_an_event_not_a_traceback(
+    kubelet: Kubelet,
+    api: client.ApiClient,
+    core: client.CoreV1Api,
+    pods: Follow,
+    socket_dir: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 27: pods beyond a node's pod CIDR stayed Pending without a word, and the log had a
+    traceback each. A kubelet whose CNI cannot give a pod an address reports it in a
+    FailedCreatePodSandBox Event; the pod stays Pending, its containers ContainerCreating."""
+    network = NodeNetwork(0)
+    while True:  # every pod address taken
+        try:
+            network.allocate()
+        except NoPodAddress:
+            break
+    settings = RuntimeSettings(
+        sim_image="akri-sim", bin_dir=socket_dir, api_host="127.0.0.1", api_port=1,
+        ca_file=socket_dir / "ca", token=lambda namespace, account: "",
+    )  # fmt: skip
+    host = NodeHost(
+        NODE, lambda path: socket_dir / path.lstrip("/"), socket_dir / "pods", network=network
+    )
+    processes = Processes(settings, host, fetch=_nothing)
+    task = asyncio.create_task(NodeBridge(kubelet, api, processes=processes).run())
+    try:
+        await create_pod(core, "late", count=0)
+
+        def creating(objects: dict[Key, Object]) -> bool:
+            pod = objects.get(("default", "late")) or {}
+            statuses = (pod.get("status") or {}).get("containerStatuses") or []
+            return any("ContainerCreating" in json.dumps(s.get("state")) for s in statuses)
+
+        await pods.until(creating)
+        assert pods.reflector.objects[("default", "late")]["status"]["phase"] == "Pending"
+        events = await core.list_namespaced_event("default")
+        (event,) = [e for e in events.items if e.involved_object.name == "late"]
+        assert (event.type, event.reason) == ("Warning", "FailedCreatePodSandBox")
+        assert f"no free pod address in {network.cidr}" in event.message
+        assert not [r for r in caplog.records if r.exc_info]
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def _nothing(kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+    return None

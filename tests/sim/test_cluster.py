@@ -80,7 +80,11 @@ async def test_pod_that_fits_nowhere_stays_pending_with_a_reason(cluster: Cluste
     core = client.CoreV1Api(cluster.api_client())
     await core.create_namespaced_pod("default", pod("too-big", 3))
 
-    expected = "0/2 nodes are available: 2 Insufficient example.com/widget."
+    expected = (
+        "0/2 nodes are available: 2 Insufficient example.com/widget. no new claims to "
+        "deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for "
+        "scheduling."
+    )
 
     async def failed_scheduling() -> bool:
         # A node still starting adds "1 node(s) were not ready" to an earlier attempt's reason.

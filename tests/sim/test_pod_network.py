@@ -97,3 +97,40 @@ def test_without_the_right_to_make_namespaces_nothing_changes_and_it_says_why() 
         "why": "[Errno 1] unshare: Operation not permitted",
         "moved": False,
     }
+
+
+GATEWAY_MAC_PROBE = """
+import json, subprocess
+from akri.sim.podnet.cluster import _configure
+
+def mac():
+    shown = subprocess.run(["ip", "-j", "link", "show", "cni0"], capture_output=True, text=True)
+    return json.loads(shown.stdout)[0]["address"]
+
+def run(*argv):
+    subprocess.run(["ip", *argv], check=True)
+
+_configure(2)
+seen = [mac()]
+for n, lowest in enumerate(("02:00:00:00:00:02", "02:00:00:00:00:01")):
+    run("link", "add", f"vt{n}", "address", lowest, "type", "veth", "peer", "name", f"vp{n}")
+    run("link", "set", f"vt{n}", "master", "cni0", "up")
+    seen.append(mac())
+run("link", "delete", "vt1")
+seen.append(mac())
+print(json.dumps(seen))
+"""
+
+
+def test_the_gateway_keeps_its_mac_as_pods_come_and_go() -> None:
+    """Issue 27: the controller leader lost its Lease on a quiet sim (TimeoutError renewing).
+    The bridge took the lowest MAC of its ports, so a pod's veth joining or leaving changed the
+    gateway's MAC under every pod, whose packets to the API server went to the old MAC until
+    its ARP entry expired. Here veths with ever lower MACs join and leave the bridge."""
+    done = subprocess.run(
+        ["unshare", "--net", sys.executable, "-c", GATEWAY_MAC_PROBE],
+        capture_output=True, text=True, cwd=ROOT, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert len(set(seen)) == 1, seen

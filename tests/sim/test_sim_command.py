@@ -84,11 +84,35 @@ async def test_sim_serves_kubectl_and_stops_quietly_on_ctrl_c(socket_dir: Path) 
     assert errors.split("akri sim: stopping\n")[1] == ""
 
 
-async def test_bad_node_list_is_a_usage_error() -> None:
-    sim = await akri("sim", "--nodes", "a,a")
-    _, errors = await sim.communicate()
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (["--nodes", "a,a"], "--nodes wants a count or distinct comma-separated names"),
+        (["--nodes", "0"], "--nodes wants at least one node, got '0'"),
+        (["--nodes", "node-0,Bad_Name"], "--nodes: 'Bad_Name' is not a Node name (lowercase"),
+        (["--chart", "nosuchdir"], "--chart nosuchdir: not a Helm chart directory"),
+    ],
+)
+async def test_bad_arguments_are_one_line_and_leave_nothing_behind(
+    socket_dir: Path, arguments: list[str], said: str
+) -> None:
+    """Issue 27: `--nodes 0` crashed with StopIteration, `--nodes Bad_Name` dumped a pydantic
+    error and tracebacks and left its temp dir, `--chart nosuchdir` failed inside Helm."""
+    temp = socket_dir / "tmp"
+    temp.mkdir()
+    sim = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "akri.cli", "sim", *arguments,
+        "--kubeconfig", str(socket_dir / "sim" / "kubeconfig"),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(temp)},
+    )  # fmt: skip
+    output, errors = await asyncio.wait_for(sim.communicate(), 60)
     assert sim.returncode == 2
-    assert b"distinct comma-separated names" in errors
+    assert output == b""
+    (line,) = errors.decode().splitlines()
+    assert line.startswith(f"akri sim: {said}")
+    assert not list(temp.iterdir())
+    assert not (socket_dir / "sim").exists()
 
 
 async def test_missing_manifest_is_reported_before_anything_starts(socket_dir: Path) -> None:
@@ -98,6 +122,71 @@ async def test_missing_manifest_is_reported_before_anything_starts(socket_dir: P
     _, errors = await sim.communicate()
     assert sim.returncode == 1
     assert b"nope.yaml" in errors
+
+
+async def interrupted(sim: asyncio.subprocess.Process) -> list[str]:
+    """One Ctrl-C; the lines of stderr after the process exited, which must be with 0."""
+    sim.send_signal(signal.SIGINT)
+    _, errors = await asyncio.wait_for(sim.communicate(), 60)
+    assert sim.returncode == 0, errors.decode()
+    return errors.decode().splitlines()
+
+
+async def test_one_ctrl_c_during_start_up_stops_everything_quietly(socket_dir: Path) -> None:
+    """Issue 27: Ctrl-C before the cluster ran did nothing until start-up ended. Now it stops
+    whatever started (the in-process agents and controller included) and removes the temp
+    dir, with one line and no traceback."""
+    temp = socket_dir / "tmp"
+    temp.mkdir()
+    sim = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "akri.cli", "sim", "--kubeconfig", str(socket_dir / "kubeconfig"),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(temp)},
+    )  # fmt: skip
+    await eventually(lambda: any(temp.iterdir()), "the sim to start making its cluster", 60)
+
+    assert await interrupted(sim) == ["akri sim: stopping"]
+    assert not list(temp.iterdir())
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+@pytest.mark.skipif(os.geteuid() != 0, reason="pods of the chart need root for their network")
+async def test_one_ctrl_c_while_the_chart_installs_stops_everything_quietly(
+    socket_dir: Path,
+) -> None:
+    """Issue 27: Ctrl-C while Helm waited for the chart's pods printed a KeyboardInterrupt
+    traceback from the Helm session and left the sim, agents and controllers running."""
+    temp = socket_dir / "tmp"
+    temp.mkdir()
+    sim = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "akri.cli", "sim", "--chart", str(CHART),
+        "--kubeconfig", str(socket_dir / "kubeconfig"),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(temp)}, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert sim.stderr is not None
+        installing = await asyncio.wait_for(sim.stderr.readuntil(b"(waiting for its pods)\n"), 180)
+        workdir = next(temp.iterdir())
+
+        async def akri_pods_started() -> bool:
+            return bool(_processes_under(workdir))
+
+        await eventually(akri_pods_started, "the chart's pods to start", 120)
+        # Ctrl-C at a terminal reaches its whole foreground process group.
+        os.killpg(sim.pid, signal.SIGINT)
+        _, errors = await asyncio.wait_for(sim.communicate(), 60)
+    finally:
+        if sim.returncode is None:
+            os.killpg(sim.pid, signal.SIGKILL)
+            await sim.wait()
+
+    assert sim.returncode == 0, errors.decode()
+    assert (installing + errors).decode().splitlines()[-1] == "akri sim: stopping"
+    assert b"Traceback" not in errors
+    assert not _processes_under(workdir)
+    assert not list(temp.iterdir())
 
 
 @pytest.mark.slow

@@ -31,8 +31,12 @@ current-context: x
 """
 
 PROCESSES = {
-    "akri-agent": ([], ["AGENT_NODE_NAME", "(default: required)", "(default: 300s)"]),
-    "akri-controller": ([], ["NODE_GRACE", "LEADER_ELECTION", "(default: true)"]),
+    "akri-agent": ([], ["AGENT_NODE_NAME", "(default: required)", "(default: 5m)"]),
+    # Issue 27: a year showed as "3.1536e+07s".
+    "akri-controller": (
+        [],
+        ["NODE_GRACE", "LEADER_ELECTION", "(default: true)", "(default: 8760h)"],
+    ),
     "akri-discovery-handler": (["debugEcho"], ["DEBUG_ECHO_AVAILABILITY_FILE", "POD_IP"]),
     "akri": (["sim"], ["--nodes", "--offline-grace"]),
 }
@@ -54,6 +58,7 @@ def finished(
             "DISCOVERY_HANDLERS_DIRECTORY": str(home / "akri"),
             "METRICS_PORT": "0",
             "LEADER_ELECTION": "false",
+            "COLUMNS": "80",
         }
         argv = [str(BIN / program), *args, "--help"]
         process = subprocess.Popen(
@@ -82,6 +87,12 @@ def test_help_prints_usage_and_starts_nothing(
     for text in expected:
         assert text in done.stdout
     assert [p.name for p in home.iterdir()] == ["kubeconfig"]
+    # Issue 27: each variable's text was one long line, which the terminal continued at
+    # column 0; it is wrapped to the terminal's width with continuation lines indented.
+    _, _, environment = done.stdout.partition("environment variables:\n")
+    for line in environment.splitlines():
+        assert line.startswith("  "), line
+        assert len(line) <= 80, line
 
 
 Main = Callable[[Sequence[str]], int]

@@ -22,7 +22,7 @@ def node(
         "metadata": {"name": name, "labels": labels or {}},
         "spec": {"unschedulable": unschedulable},
         "status": {
-            "allocatable": {"cpu": "4", **(allocatable or {})},
+            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110", **(allocatable or {})},
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
         },
     }
@@ -60,13 +60,87 @@ def pod(
     return {"metadata": {"name": "p", "uid": "u"}, "spec": spec, "status": {"phase": phase}}
 
 
-def test_requests_count_only_extended_resources_and_take_the_larger_of_init_and_apps() -> None:
+def test_requests_take_the_larger_of_init_and_apps_and_one_pod() -> None:
     assert scheduling.pod_requests(pod({"akri.sh/cfg": 2}, init={"akri.sh/cfg": 3})) == Counter(
-        {"akri.sh/cfg": 3}
+        {"akri.sh/cfg": 3, "cpu": 1000, "pods": 1}
     )
     assert scheduling.pod_requests(pod({"akri.sh/cfg": 2}, init={"akri.sh/x": 1})) == Counter(
-        {"akri.sh/cfg": 2, "akri.sh/x": 1}
+        {"akri.sh/cfg": 2, "akri.sh/x": 1, "cpu": 1000, "pods": 1}
     )
+
+
+def test_cpu_and_memory_are_read_as_the_scheduler_reads_them() -> None:
+    p = pod()
+    p["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "250m", "memory": "1Mi"}}
+    p["spec"]["containers"].append({"name": "b", "resources": {"limits": {"cpu": "0.5"}}})
+    p["spec"]["overhead"] = {"memory": "1k"}
+    assert scheduling.pod_requests(p) == Counter({"cpu": 750, "memory": 2**20 + 1000, "pods": 1})
+
+
+# Issue 27: 253 pods went to a node whose `pods` allocatable is 110, with no reason given. The
+# messages are the real scheduler's (1.36, checked on ../shared/k8s): filter reasons, then
+# the DynamicResources and preemption PostFilter messages.
+NO_PREEMPTION = (
+    "preemption: 0/{n} nodes are available: {n} No preemption victims found for incoming pod."
+)
+NOT_HELPFUL = "preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling."
+
+
+def test_a_node_with_as_many_pods_as_it_allows_takes_no_more() -> None:
+    full = [node("a", {"pods": "2"}), node("b", {"pods": "1"})]
+    used = scheduling.requested_on_nodes(
+        [pod(node_name="a", phase="Running")] * 2 + [pod(node_name="b", phase="Running")]
+    )
+    decision = scheduling.choose_node(pod(), full, used)
+    assert decision.node is None
+    assert decision.message == (
+        "0/2 nodes are available: 2 Too many pods. " + NO_PREEMPTION.format(n=2)
+    )
+    ended = scheduling.requested_on_nodes([pod(node_name="b", phase="Succeeded")])
+    assert scheduling.choose_node(pod(), full, ended).node == "a"
+
+
+def test_cpu_and_memory_beyond_the_node_give_every_reason_and_no_preemption() -> None:
+    big = pod()
+    big["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "5", "memory": "9Gi"}}
+    decision = scheduling.choose_node(big, [node("a"), node("b")], {}, _NoClaims())
+    assert decision.message == (
+        "0/2 nodes are available: 2 Insufficient cpu, 2 Insufficient memory. "
+        "no new claims to deallocate, " + NOT_HELPFUL.format(n=2)
+    )
+
+
+def test_mixed_reasons_say_where_preemption_could_help() -> None:
+    nodes = [node("a", {"pods": "0"}, labels={"zone": "y"}), node("b", labels={"zone": "x"})]
+    decision = scheduling.choose_node(pod(selector={"zone": "y"}), nodes, {})
+    assert decision.message == (
+        "0/2 nodes are available: 1 Too many pods, 1 node(s) didn't match Pod's node "
+        "affinity/selector. preemption: 0/2 nodes are available: 1 No preemption victims found "
+        "for incoming pod, 1 Preemption is not helpful for scheduling."
+    )
+
+
+def test_replicas_of_one_controller_are_spread_over_the_nodes() -> None:
+    """Issue 27: both controller replicas landed on one node; the default topology spreading
+    puts a controller's pods on the node with the fewest of them."""
+    replica = pod()
+    replica["metadata"]["ownerReferences"] = [{"uid": "rs-1", "controller": True}]
+    nodes = [node("a"), node("b")]
+    first = scheduling.choose_node(replica, nodes, {})
+    spread = {first.node or "": Counter({"rs-1": 1})}
+    second = scheduling.choose_node(replica, nodes, {}, spread=spread)
+    assert {first.node, second.node} == {"a", "b"}
+    assert scheduling.choose_node(pod(), nodes, {}, spread=spread).node == "a"  # others: by name
+
+
+class _NoClaims:
+    """The DynamicResources filter of a cluster that serves DRA, for a pod without claims."""
+
+    def resources(self, node: scheduling.Object) -> set[str]:
+        return set()
+
+    def problem(self, pod: scheduling.Object, node: scheduling.Object) -> str | None:
+        return None
 
 
 def test_fits_on_the_node_with_most_spare_devices() -> None:
@@ -87,7 +161,9 @@ def test_devices_in_use_by_running_pods_are_not_free() -> None:
     assert scheduling.choose_node(pod({"akri.sh/cfg": 1}), nodes, used).node == "a"
     decision = scheduling.choose_node(pod({"akri.sh/cfg": 2}), nodes, used)
     assert decision.node is None
-    assert decision.message == "0/1 nodes are available: 1 Insufficient akri.sh/cfg."
+    assert decision.message == (
+        "0/1 nodes are available: 1 Insufficient akri.sh/cfg. " + NO_PREEMPTION.format(n=1)
+    )
 
 
 def test_no_fit_explains_every_node() -> None:
@@ -103,7 +179,8 @@ def test_no_fit_explains_every_node() -> None:
     assert decision.node is None
     assert decision.message == (
         "0/4 nodes are available: 1 Insufficient akri.sh/cfg, "
-        "1 node(s) didn't match Pod's node affinity/selector, 2 node(s) were not ready."
+        "1 node(s) didn't match Pod's node affinity/selector, 2 node(s) were not ready. "
+        "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
     )
 
 

@@ -92,8 +92,9 @@ def test_a_slot_another_holder_has_is_a_conflict_and_stays_with_it() -> None:
         Conflict(il("cfg-a", 0), SlotRef("cfg-a", 0), NodeHolder("m"), (APP, OTHER)),
     ]
     assert str(decision.conflicts[1]) == (
-        "container app of pod default/holder, container app of pod default/other uses slot "
-        "cfg-a-0 (as cfg-a-0 of akri.sh/cfg-a), but deviceUsage says it is held by node m"
+        "container app of pod default/holder, container app of pod default/other: slot "
+        "cfg-a-0 (as cfg-a-0 of akri.sh/cfg-a) is in use, but deviceUsage says it is held by "
+        "node m"
     )
 
 

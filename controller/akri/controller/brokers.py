@@ -139,7 +139,9 @@ async def reconcile_instance(ctx: Context, namespace: str, name: str) -> None:
             for o in kind.cache.by(INSTANCE, (namespace, name))
             if owned_by(o, instance.metadata.uid)
         ]
-        plan = plan_brokers(desired[kind.kind], actual, now, ctx.tuning.pending_grace)
+        plan = plan_brokers(
+            desired[kind.kind], actual, now, ctx.tuning.pending_grace, instance.spec.nodes
+        )
         await _execute(ctx, kind, configuration, instance, plan, report)
     await _instance_service(ctx, configuration, instance, report)
     await _record(ctx, obj, report)

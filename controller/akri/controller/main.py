@@ -25,6 +25,7 @@ from akri.controller.leader import LeaderElector
 from akri.controller.settings import ControllerSettings, load_settings
 from akri.controller.webhook import WebhookServer, subject_access_check
 from akri.kube import connect
+from akri.kube.calls import describe
 from akri.settings import SettingsError, command_line, variables
 from akri.telemetry import serve_telemetry
 
@@ -149,7 +150,7 @@ async def _serve_when_ready(webhook: WebhookServer, keeper: CertificateKeeper) -
             await webhook.start()
             return
         except (OSError, ssl.SSLError) as error:  # e.g. its port not free yet
-            log.error("the admission webhook cannot serve yet: %s", error)
+            log.error("the admission webhook cannot serve yet: %s", describe(error))
         await asyncio.sleep(backoff.next_delay())
 
 

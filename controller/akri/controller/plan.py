@@ -7,7 +7,7 @@ gates creations through `Retries`, so a broker that keeps failing is not recreat
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -62,12 +62,14 @@ def _created(obj: Object) -> datetime | None:
         return None
 
 
-def _not_wanted_detail(obj: Object, desired: Mapping[str, Object]) -> str:
+def _not_wanted_detail(obj: Object, desired: Mapping[str, Object], nodes: Collection[str]) -> str:
+    """Why: the broker's node left the Instance (its device is offline there; also when it
+    was the last node), else the Configuration's broker spec changed kind or is gone."""
     node = (obj["metadata"].get("labels") or {}).get(naming.LABEL_TARGET_NODE)
+    if node is not None and node not in nodes:
+        return f"node {node} is no longer in the Instance's nodes"
     if not desired:
         return "the Configuration deploys no such broker"
-    if node is not None:
-        return f"node {node} is no longer in the Instance's nodes"
     return "superseded by a newer broker"
 
 
@@ -76,6 +78,7 @@ def plan_brokers(
     actual: Iterable[Object],
     now: datetime,
     pending_grace_s: float,
+    nodes: Collection[str] = (),
 ) -> Plan:
     """Compare brokers by name: delete what is unwanted, outdated, ended or stuck Pending;
     create what is missing. A name whose old object is still being deleted is not created
@@ -93,7 +96,8 @@ def plan_brokers(
         status = obj.get("status") or {}
         phase = status.get("phase")
         if want is None:
-            plan.delete.append(Deletion(obj, Reason.NOT_WANTED, _not_wanted_detail(obj, desired)))
+            detail = _not_wanted_detail(obj, desired, nodes)
+            plan.delete.append(Deletion(obj, Reason.NOT_WANTED, detail))
         elif built_hash(obj) != built_hash(want):
             detail = "the broker spec or the Instance's brokerProperties changed"
             plan.delete.append(Deletion(obj, Reason.OUTDATED, detail))

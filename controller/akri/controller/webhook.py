@@ -27,6 +27,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri.controller.admission import Access, BadReview, Policy, access_needed, refusal, review
+from akri.kube.calls import describe
 from akri.service import Service
 
 log = logging.getLogger(__name__)
@@ -137,7 +138,7 @@ class WebhookServer(Service):
             try:
                 self._load()
             except (OSError, ssl.SSLError) as error:  # half-written files: next round
-                log.warning("webhook certificate not reloaded: %s", error)
+                log.warning("webhook certificate not reloaded: %s", describe(error))
 
     async def start(self) -> None:
         self._load()  # a missing or broken certificate stops the start with the reason

@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 
 from akri.api.reports import NodeReport
 from akri.api.wire import Condition, ExactlyOne, Resource, WireModel, cel_rule
+from akri.naming import DIGEST_HEX_LENGTH, MAX_CONFIGURATION_NAME, MAX_RESOURCE_NAME_PART
 
 PROPERTY_NAME_PATTERN = r"^[_A-Za-z][_A-Za-z0-9]*$"
 MAX_CAPACITY = 1000
@@ -178,6 +179,15 @@ class Configuration(Resource):
     """Devices to discover with one discovery handler, and how they are shared and brokered."""
 
     plural: ClassVar[str] = "configurations"
+    # Refused at admission, not only later by the agents (an InvalidName condition).
+    object_rules: ClassVar[tuple[tuple[str, str], ...]] = (
+        (
+            f"size(self.metadata.name) <= {MAX_CONFIGURATION_NAME}",
+            f"a Configuration name is at most {MAX_CONFIGURATION_NAME} characters: its "
+            f"Instances are named <name>-<{DIGEST_HEX_LENGTH} hex digits> and advertised as "
+            f"akri.sh/<Instance name>, at most {MAX_RESOURCE_NAME_PART} characters",
+        ),
+    )
     kind: Literal["Configuration"] = "Configuration"
     spec: ConfigurationSpec
     status: ConfigurationStatus | None = None

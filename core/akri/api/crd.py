@@ -76,6 +76,10 @@ def openapi_schema(model: type[Resource]) -> dict[str, Any]:
         kind={"type": "string", "description": "Type of the object."},
         metadata={"type": "object"},
     )
+    if model.object_rules:
+        root["x-kubernetes-validations"] = [
+            {"rule": rule, "message": message} for rule, message in model.object_rules
+        ]
     return root
 
 

@@ -106,6 +106,8 @@ class Resource(WireModel):
 
     plural: ClassVar[str]
     """The resource name in API paths, e.g. /apis/akri.sh/v0/namespaces/NS/<plural>."""
+    object_rules: ClassVar[tuple[tuple[str, str], ...]] = ()
+    """CEL rules (rule, message) on the whole object, such as on its name, refused at admission."""
 
     api_version: str = API_VERSION
     kind: str

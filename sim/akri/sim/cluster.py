@@ -33,6 +33,7 @@ from akri.discovery_handlers.debug_echo import DebugEcho
 from akri.dra.mode import Mode
 from akri.kube.calls import call
 from akri.kube.connect import api_client
+from akri.naming import object_name_problem
 from akri.service import Service
 from akri.sim.apiserver import ApiServer, errors
 from akri.sim.apiserver.kubernetes_service import SERVICE_IP, SERVICE_PORT
@@ -93,13 +94,29 @@ async def _pod_exec(
         raise errors.bad_request(str(error)) from error
 
 
+def _temp_root() -> str:
+    """TMPDIR when short, else /tmp: grpc binds unix socket paths of up to 105 bytes, and a
+    node's sockets lie four levels under the work directory."""
+    root = tempfile.gettempdir()
+    return root if len(root) <= MAX_TEMP_ROOT else "/tmp"
+
+
+MAX_TEMP_ROOT = 32
+
+
 def node_names(spec: str) -> list[str]:
-    """`--nodes 2` means node-0 and node-1; `--nodes a,b` names them."""
+    """`--nodes 2` means node-0 and node-1; `--nodes a,b` names them. ValueError says what is
+    wrong with `spec`: no nodes, a name twice, or a name a Node cannot have."""
     if spec.isdigit():
+        if int(spec) < 1:
+            raise ValueError(f"--nodes wants at least one node, got {spec!r}")
         return [f"node-{i}" for i in range(int(spec))]
     names = [name.strip() for name in spec.split(",") if name.strip()]
     if not names or len(set(names)) != len(names):
         raise ValueError(f"--nodes wants a count or distinct comma-separated names, got {spec!r}")
+    for name in names:
+        if problem := object_name_problem(name, "a Node"):
+            raise ValueError(f"--nodes: {problem}")
     return names
 
 
@@ -166,9 +183,8 @@ class Cluster(Service):
         entered (akri.sim.podnet.cluster.enter), for `processes`: pods that are not hostNetwork
         get their own network namespace and address, and reach the API server at the
         `kubernetes` Service's address; without it every pod shares this machine's network."""
-        # grpc binds unix socket paths of up to 105 bytes: keep the work directory short.
         self._owned_workdir = workdir is None
-        self.workdir = workdir or Path(tempfile.mkdtemp(prefix="akri-sim-", dir="/tmp"))
+        self.workdir = workdir or Path(tempfile.mkdtemp(prefix="akri-sim-", dir=_temp_root()))
         self.kubeconfig = kubeconfig or self.workdir / "kubeconfig"
         self._processes = processes
         pki = Pki(self.workdir / "pki") if processes is not None else None
@@ -222,6 +238,15 @@ class Cluster(Service):
         return self._client
 
     async def start(self) -> None:
+        """Everything started so far is stopped again (and the temp dir removed) when starting
+        fails or is cancelled (a Ctrl-C during start-up)."""
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start(self) -> None:
         await self.server.start()
         self.server.write_kubeconfig(self.kubeconfig)
         await self.server.apply_definitions(crd_definitions())

@@ -61,20 +61,25 @@ class HelmSession:
         self._process: asyncio.subprocess.Process | None = None
 
     async def __aenter__(self) -> HelmSession:
+        # Its own session: a Ctrl-C at the terminal is the simulator's to handle (it ends the
+        # session by leaving this block), not a KeyboardInterrupt in the middle of an action.
         self._process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "akri.sim.helm",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            env={**os.environ, "HELM_DRIVER": "memory"},
+            env={**os.environ, "HELM_DRIVER": "memory"}, start_new_session=True,
         )  # fmt: skip
         return self
 
-    async def __aexit__(self, *_: object) -> None:
+    async def __aexit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        """Let the actions end after a normal exit; left by an error or cancellation (a
+        Ctrl-C while an install waits for its pods), the session is killed at once."""
         if self._process is not None:
             assert self._process.stdin is not None
             self._process.stdin.close()
             try:
-                async with asyncio.timeout(30):
-                    await self._process.wait()
+                if kind is None:
+                    async with asyncio.timeout(30):
+                        await self._process.wait()
             finally:
                 if self._process.returncode is None:
                     self._process.kill()

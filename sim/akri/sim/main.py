@@ -11,11 +11,11 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from akri.controller.context import Tuning
 from akri.discovery_handlers.debug_echo import DEFAULT_AVAILABILITY_FILE
-from akri.dra.mode import Mode
+from akri.dra.mode import Mode, resolve
 from akri.durations import OFFLINE_GRACE_S
 from akri.sim.akri_pods import akri_workloads
 from akri.sim.chart import NAMESPACE, RELEASE
@@ -28,7 +28,8 @@ from akri.sim.podnet.cluster import ClusterNetwork, Unavailable, enter
 log = logging.getLogger(__name__)
 
 
-def banner(cluster: Cluster, applied: Sequence[str]) -> str:
+def banner(cluster: Cluster, applied: Sequence[str], mode: Mode | None = None) -> str:
+    """What runs and what to try; `mode`: how akri offers devices (auto resolved), if it runs."""
     kubeconfig = cluster.kubeconfig
     nodes = ", ".join(cluster.nodes)
     lines = [
@@ -37,6 +38,10 @@ def banner(cluster: Cluster, applied: Sequence[str]) -> str:
         f"  nodes       {nodes}",
         f"  kubeconfig  {kubeconfig}",
     ]
+    if mode is not None:
+        offered = "Dynamic Resource Allocation" if mode is Mode.DRA else "kubelet device plugins"
+        chosen = f" (chosen by --mode {cluster.mode})" if cluster.mode is not mode else ""
+        lines.append(f"  mode        {mode}: devices offered through {offered}{chosen}")
     lines += [f"  applied     {name}" for name in applied]
     first = next(iter(cluster.nodes.values()))
     lines += [
@@ -84,10 +89,6 @@ async def run(
     documents = load_documents(manifests)  # fail on a bad file before starting anything
     if chart is not None and network is None:
         raise ValueError("installing the chart needs the pod network")
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
     kubeconfig.parent.mkdir(parents=True, exist_ok=True)
     components: dict[str, Any] = {}
     if chart is not None:
@@ -100,26 +101,62 @@ async def run(
     elif akri:
         agent_options = {"offline_grace": offline_grace}
         components = {"agents": True, "controller": Tuning(), "agent_options": agent_options}
-    async with Cluster(
-        nodes,
-        port=port,
-        kubeconfig=kubeconfig,
-        workdir=workdir,
-        mode=mode,
-        authorization=True,
-        **components,
-    ) as cluster:
-        applied = []
-        if chart is not None:
-            values = chart_values(offline_grace_s=offline_grace)
-            values["mode"] = mode.value
-            applied.append(await install_chart(cluster, chart, values))
-        applied += await apply_documents(cluster.api_client(), documents)
-        print(banner(cluster, applied), flush=True)
-        await stop.wait()
-        print("akri sim: stopping", file=sys.stderr, flush=True)
+    loop = asyncio.get_running_loop()
+    with Interruption(asyncio.current_task(), loop) as interruption:
+        try:
+            async with Cluster(
+                nodes,
+                port=port,
+                kubeconfig=kubeconfig,
+                workdir=workdir,
+                mode=mode,
+                authorization=True,
+                **components,
+            ) as cluster:
+                applied = []
+                if chart is not None:
+                    values = chart_values(offline_grace_s=offline_grace)
+                    values["mode"] = mode.value
+                    applied.append(await install_chart(cluster, chart, values))
+                applied += await apply_documents(cluster.api_client(), documents)
+                running = await resolve(mode, cluster.api_client()) if akri else None
+                print(banner(cluster, applied, running), flush=True)
+                await asyncio.Event().wait()  # until interrupted
+        except asyncio.CancelledError:
+            if not interruption.requested:
+                raise
     await loop.shutdown_default_executor()
     return 0
+
+
+class Interruption:
+    """`with Interruption(task, loop)`: the first Ctrl-C (or SIGTERM) at any moment, the chart's
+    install included, cancels `task`, which stops whatever runs in order (cluster, agents,
+    controllers, Helm) and removes the temp dir; later signals change nothing."""
+
+    def __init__(self, task: asyncio.Task[Any] | None, loop: asyncio.AbstractEventLoop) -> None:
+        self._task = task
+        self._loop = loop
+        self.requested = False
+
+    def __enter__(self) -> Interruption:
+        for signum in SIGNALS:
+            self._loop.add_signal_handler(signum, self._interrupt)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for signum in SIGNALS:
+            self._loop.remove_signal_handler(signum)
+
+    def _interrupt(self) -> None:
+        if self.requested or self._task is None:
+            return
+        self.requested = True
+        print("akri sim: stopping", file=sys.stderr, flush=True)
+        self._task.cancel()
+
+
+SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
 
 
 CHART_FALLBACK = (

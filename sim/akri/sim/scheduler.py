@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from datetime import UTC, datetime
 from typing import cast
 
 import aiohttp
@@ -19,6 +20,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri.dra.mode import api_serves_dra
+from akri.kube.calls import describe
 from akri.kube.events import record_event
 from akri.kube.reflector import Object, Reflector
 from akri.logs import OnceLog
@@ -37,6 +39,10 @@ from akri.sim.dra_scheduling import (
 log = logging.getLogger(__name__)
 
 SCHEDULER_NAME = "default-scheduler"
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Scheduler:
@@ -98,8 +104,9 @@ class Scheduler:
         }
         self._assumed = {uid: node for uid, node in self._assumed.items() if uid in pods}
         used = scheduling.requested_on_nodes(pods.values())
+        spread = scheduling.controllers_on_nodes(pods.values())
         for uid, node in self._assumed.items():
-            used.setdefault(node, Counter()).update(scheduling.pod_requests(pods[uid]))
+            self._place(pods[uid], node, used, spread)
         if self._dra is not None:
             await self._release_claims()
             await self._claims_from_templates()
@@ -108,7 +115,9 @@ class Scheduler:
                 continue
             check = None if self._dra is None else _PodClaims(self._dra)
             try:
-                decision = scheduling.choose_node(pod, self._nodes.objects.values(), used, check)
+                decision = scheduling.choose_node(
+                    pod, self._nodes.objects.values(), used, check, spread
+                )
             except Exception:
                 self._unreadable(pod)
                 continue
@@ -118,7 +127,16 @@ class Scheduler:
                 pod, decision.node
             ):
                 self._assumed[pod["metadata"]["uid"]] = decision.node
-                used.setdefault(decision.node, Counter()).update(scheduling.pod_requests(pod))
+                self._place(pod, decision.node, used, spread)
+
+    @staticmethod
+    def _place(
+        pod: Object, node: str, used: dict[str, Counter[str]], spread: dict[str, Counter[str]]
+    ) -> None:
+        """Count a pod bound in this pass (or bound before, not yet seen bound) on `node`."""
+        used.setdefault(node, Counter()).update(scheduling.pod_requests(pod))
+        if (owner := scheduling.controller_uid(pod)) is not None:
+            spread.setdefault(node, Counter())[owner] += 1
 
     def _readable(self, pod: Object) -> bool:
         """Whether the pod's requests can be read; one that cannot is left Pending, logged once.
@@ -238,10 +256,30 @@ class Scheduler:
         return True
 
     async def _report_unschedulable(self, pod: Object, message: str) -> None:
-        uid = pod["metadata"]["uid"]
+        """The PodScheduled condition (False, Unschedulable) and a FailedScheduling Event,
+        as the scheduler writes them, each time the reason changes."""
+        metadata = pod["metadata"]
+        uid = metadata["uid"]
         if self._reported.get(uid) == message:
             return
         self._reported[uid] = message
+        condition = {
+            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "message": message, "lastProbeTime": None, "lastTransitionTime": _now(),
+        }  # fmt: skip
+        conditions = [
+            c
+            for c in (pod.get("status") or {}).get("conditions") or []
+            if c.get("type") != "PodScheduled"
+        ]
+        try:
+            await self._core.patch_namespaced_pod_status(
+                metadata["name"],
+                metadata["namespace"],
+                {"status": {"conditions": [*conditions, condition]}},
+            )
+        except ApiException as error:  # gone meanwhile, or the next pass writes it
+            log.info("recording why %s waits failed: %s", metadata["name"], describe(error))
         await record_event(
             self._core,
             {**pod, "apiVersion": "v1", "kind": "Pod"},

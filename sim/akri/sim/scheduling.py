@@ -1,16 +1,18 @@
 """Where a Pod fits, by the rules of the Kubernetes scheduler the simulator needs.
 
-Pure functions over plain Pod and Node dicts. Only extended resources (names with a domain,
-such as `akri.sh/cfg`) are counted: simulated nodes have CPU and memory to spare, and the
-device resources are what this project is about.
+Pure functions over plain Pod and Node dicts. A node's room is its allocatable `pods`, `cpu`,
+`memory` and extended resources (names with a domain, such as `akri.sh/cfg`), less what the
+pods bound to it request (NodeResourcesFit); among the nodes that fit, a controller's replicas
+are spread (the default topology spreading), then the most spare devices win.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from akri.sim import quantity
 from akri.sim.resource_names import is_extended_resource_name
@@ -19,30 +21,56 @@ Object = Mapping[str, Any]
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
-def container_requests(container: Object) -> Counter[str]:
+NODE_RESOURCES: Final = ("cpu", "memory")
+"""The node's own resources a pod requests, besides one of its `pods`."""
+
+
+def _amount(name: str, value: object) -> int:
+    """cpu in millicores, memory in bytes (rounded up, as the scheduler reads them), else a
+    count."""
+    if name == "cpu":
+        return math.ceil(quantity.parse(value) * 1000)
+    if name == "memory":
+        return math.ceil(quantity.parse(value))
+    return quantity.count(value)
+
+
+def _requested(container: Object, wanted: Callable[[str], bool]) -> Counter[str]:
     resources = container.get("resources") or {}
-    # For extended resources requests must equal limits; a limit alone implies the request.
+    # A limit alone implies the request (the API server defaults it so; for extended
+    # resources the two must be equal).
     merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-    return Counter(
-        {
-            name: quantity.count(value)
-            for name, value in merged.items()
-            if is_extended_resource_name(name)
-        }
-    )
+    return Counter({name: _amount(name, value) for name, value in merged.items() if wanted(name)})
+
+
+def container_requests(container: Object) -> Counter[str]:
+    """The container's extended resources (its devices)."""
+    return _requested(container, is_extended_resource_name)
+
+
+def _takes_room(name: str) -> bool:
+    return name in NODE_RESOURCES or is_extended_resource_name(name)
 
 
 def pod_requests(pod: Object) -> Counter[str]:
-    """Effective extended-resource request: the larger of any init container and all apps."""
+    """What the pod takes from its node: one of its `pods`, and of cpu, memory and extended
+    resources the larger of any init container and all apps, plus the pod's overhead."""
     spec = pod.get("spec") or {}
-    apps: Counter[str] = Counter()
+    apps: Counter[str] = Counter({"pods": 1})
     for container in spec.get("containers") or []:
-        apps.update(container_requests(container))
+        apps.update(_requested(container, _takes_room))
     effective = Counter(apps)
     for init in spec.get("initContainers") or []:
-        for name, count in container_requests(init).items():
+        for name, count in _requested(init, _takes_room).items():
             effective[name] = max(effective[name], count)
-    return effective
+    effective.update(
+        {
+            name: _amount(name, value)
+            for name, value in (spec.get("overhead") or {}).items()
+            if name in NODE_RESOURCES
+        }
+    )
+    return +effective
 
 
 def is_ready(node: Object) -> bool:
@@ -123,25 +151,42 @@ def untolerated_taints(pod: Object, node: Object) -> list[Object]:
     ]
 
 
-def allocatable(node: Object) -> Counter[str]:
+def _allocatable(node: Object, wanted: Callable[[str], bool]) -> Counter[str]:
     status = node.get("status") or {}
     return Counter(
-        {
-            k: quantity.count(v)
-            for k, v in (status.get("allocatable") or {}).items()
-            if is_extended_resource_name(k)
-        }
+        {k: _amount(k, v) for k, v in (status.get("allocatable") or {}).items() if wanted(k)}
     )
 
 
+def allocatable(node: Object) -> Counter[str]:
+    """The node's extended resources (its devices)."""
+    return _allocatable(node, is_extended_resource_name)
+
+
+def room(node: Object) -> Counter[str]:
+    """All the node's allocatable resources that pods' requests take from."""
+    return _allocatable(node, lambda name: name == "pods" or _takes_room(name))
+
+
 def requested_on_nodes(pods: Iterable[Object]) -> dict[str, Counter[str]]:
-    """Extended resources already claimed on each node by its non-terminated pods."""
+    """Resources already taken on each node by its non-terminated pods."""
     used: dict[str, Counter[str]] = {}
     for pod in pods:
         node = (pod.get("spec") or {}).get("nodeName")
         if node and (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES:
             used.setdefault(node, Counter()).update(pod_requests(pod))
     return used
+
+
+def controllers_on_nodes(pods: Iterable[Object]) -> dict[str, Counter[str]]:
+    """Node -> controller uid -> its non-terminated pods there (what spreading counts)."""
+    placed: dict[str, Counter[str]] = {}
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        owner = controller_uid(pod)
+        if node and owner and (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES:
+            placed.setdefault(node, Counter())[owner] += 1
+    return placed
 
 
 class NodeCheck(Protocol):
@@ -160,43 +205,91 @@ def choose_node(
     nodes: Iterable[Object],
     used: Mapping[str, Counter[str]],
     dra: NodeCheck | None = None,
+    spread: Mapping[str, Counter[str]] | None = None,
 ) -> Decision:
-    """The fitting node with the most spare requested resources (ties: by name), or why none.
+    """Among the fitting nodes, the one with the fewest pods of the pod's controller (`spread`:
+    node -> controller uid -> pods), then the most spare requested devices, then by name; or
+    why none fits.
 
     `dra` (the DynamicResources filter) names the extended resources DRA serves on a node,
     which device-plugin capacity does not count, and says why the Pod's claims do not fit."""
     requested = pod_requests(pod)
+    owner = controller_uid(pod)
     reasons: Counter[str] = Counter()
-    fitting: list[tuple[int, str]] = []
+    victimless = 0  # nodes where only evicting pods could make room (none are evicted here)
+    fitting: list[tuple[int, int, str]] = []
     candidates = sorted(nodes, key=lambda n: str(n["metadata"]["name"]))
     for node in candidates:
         name = node["metadata"]["name"]
-        if not is_ready(node):
-            reasons["node(s) were not ready"] += 1
-            continue
-        if not matches_node_selection(pod, node):
-            reasons["node(s) didn't match Pod's node affinity/selector"] += 1
-            continue
-        taints = untolerated_taints(pod, node)
-        if taints:
-            key, value = taints[0].get("key"), taints[0].get("value", "")
-            reasons[f"node(s) had untolerated taint {{{key}: {value}}}"] += 1
-            continue
         served = dra.resources(node) if dra is not None else set()
         wanted = Counter({r: c for r, c in requested.items() if r not in served})
-        free = allocatable(node)
+        free = room(node)
         free.subtract(used.get(name, Counter()))
-        short = sorted(r for r, count in wanted.items() if free[r] < count)
-        if short:
-            reasons[f"Insufficient {short[0]}"] += 1
+        problems, resolvable = _problems(pod, node, wanted, free, dra)
+        if problems:
+            reasons.update(problems)
+            victimless += resolvable
             continue
-        problem = dra.problem(pod, node) if dra is not None else None
-        if problem is not None:
-            reasons[problem] += 1
-            continue
-        fitting.append((-sum(free[r] - count for r, count in wanted.items()), name))
+        devices = [r for r in wanted if is_extended_resource_name(r)]
+        siblings = (spread or {}).get(name, Counter())[owner] if owner else 0
+        fitting.append((siblings, -sum(free[r] - wanted[r] for r in devices), name))
     if fitting:
-        return Decision(min(fitting)[1], "")
-    details = ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
+        return Decision(min(fitting)[-1], "")
     total = len(candidates)
-    return Decision(None, f"0/{total} nodes are available" + (f": {details}." if details else "."))
+    preemption = Counter(
+        {
+            "No preemption victims found for incoming pod": victimless,
+            "Preemption is not helpful for scheduling": total - victimless,
+        }
+    )
+    after = f"preemption: {unschedulable_message(total, +preemption)}"
+    if dra is not None:  # the DynamicResources plugin's PostFilter speaks first
+        after = f"no new claims to deallocate, {after}"
+    return Decision(None, f"{unschedulable_message(total, reasons)} {after}")
+
+
+def _problems(
+    pod: Object, node: Object, wanted: Counter[str], free: Counter[str], dra: NodeCheck | None
+) -> tuple[list[str], bool]:
+    """Why the pod does not fit the node (the filters in the scheduler's order, the first that
+    fails), and whether evicting pods could make it fit (preemption's question)."""
+    if not is_ready(node):
+        return ["node(s) were not ready"], False
+    if not matches_node_selection(pod, node):
+        return ["node(s) didn't match Pod's node affinity/selector"], False
+    taints = untolerated_taints(pod, node)
+    if taints:
+        key, value = taints[0].get("key"), taints[0].get("value", "")
+        return [f"node(s) had untolerated taint {{{key}: {value}}}"], False
+    short = shortages(wanted, free)
+    if short:
+        # More than the node has at all: no eviction helps (UnschedulableAndUnresolvable).
+        total = room(node)
+        return short, all(wanted[r] <= total[r] for r in wanted if r != "pods")
+    problem = dra.problem(pod, node) if dra is not None else None
+    return ([problem], False) if problem is not None else ([], False)
+
+
+def shortages(wanted: Mapping[str, int], free: Mapping[str, int]) -> list[str]:
+    """NodeResourcesFit's reasons: no room for one more pod, and each resource short."""
+    reasons = ["Too many pods"] if free.get("pods", 0) < wanted.get("pods", 0) else []
+    return reasons + [
+        f"Insufficient {r}"
+        for r, count in sorted(wanted.items())
+        if r != "pods" and count > 0 and free.get(r, 0) < count
+    ]
+
+
+def unschedulable_message(total: int, reasons: Mapping[str, int]) -> str:
+    """The scheduler's FitError: each reason with how many nodes gave it, sorted as text."""
+    details = sorted(f"{count} {reason}" for reason, count in reasons.items())
+    return f"0/{total} nodes are available" + (f": {', '.join(details)}." if details else ".")
+
+
+def controller_uid(pod: Object) -> str | None:
+    """The uid of the pod's controller (a Deployment's ReplicaSet, a Job...), whose pods
+    the default topology spreading keeps apart."""
+    for owner in (pod.get("metadata") or {}).get("ownerReferences") or []:
+        if owner.get("controller"):
+            return str(owner.get("uid"))
+    return None

@@ -44,6 +44,7 @@ from akri.agent.plugins.trim import AfterBurst, malloc_trim
 from akri.api import Instance
 from akri.api.pool import view
 from akri.backoff import Backoff
+from akri.kube.calls import describe
 from akri.logs import OnceLog
 from akri.proto.deviceplugin.v1beta1.constants import DEVICE_PLUGIN_PATH, KUBELET_SOCKET_NAME
 from akri.tasks import finish
@@ -232,7 +233,9 @@ class PluginManager:
                 await problems.report(current)
                 backoff.reset()
             except Exception as error:  # the API may be down: report again later
-                log.warning("reporting device plugin problems failed: %s; retrying", error)
+                log.warning(
+                    "reporting device plugin problems failed: %s; retrying", describe(error)
+                )
                 await asyncio.sleep(backoff.next_delay())
                 self._problems_changed.set()
 

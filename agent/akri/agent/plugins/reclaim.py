@@ -43,14 +43,25 @@ from akri.agent.plugins.allocations import Allocations
 from akri.agent.plugins.conflicts import conflict_conditions
 from akri.api import Instance, InstanceStatus
 from akri.api.pool import view, with_usage
-from akri.kube.calls import describe
+from akri.kube.calls import call, describe
 from akri.kube.events import record_event
 from akri.kube.guarded import HTTP_CONFLICT, HTTP_NOT_FOUND, UpdateConflict
 from akri.naming import RESOURCE_PREFIX
 from akri.proto.podresources.v1.api_pb2 import ListPodResourcesRequest, ListPodResourcesResponse
 from akri.proto.podresources.v1.api_pb2_grpc import PodResourcesListerStub
 from akri.proto.podresources.v1.constants import POD_RESOURCES_SOCKET
-from akri.slot_sync import Conflict, SlotRef, User, recorded, stale_holdings, sync
+from akri.slot_sync import (
+    Conflict,
+    PodKey,
+    Sighting,
+    SlotRef,
+    User,
+    ended_holdings,
+    pods_of,
+    recorded,
+    stale_holdings,
+    sync,
+)
 
 if TYPE_CHECKING:  # the async stub type exists only in the generated typing stubs
     from akri.proto.podresources.v1.api_pb2_grpc import PodResourcesListerAsyncStub
@@ -59,6 +70,10 @@ log = logging.getLogger(__name__)
 
 RECLAIM_INTERVAL_S = 10.0
 RECLAIM_GRACE_S = 20.0
+PROMPT_INTERVAL_S = 1.0
+"""Rounds while a pod that used a slot may be ending (its slot is unused now, or its Instance
+is being deleted): its slot is freed about this soon after the pod is gone (docs/design.md
+§5.5), so deleting an Instance or a Configuration waits for the brokers, not for the grace."""
 LIST_TIMEOUT_S = 5.0
 WRITE_TIMEOUT_S = 30.0
 """Bounds a write that hangs. No Allocate waits for it but those of the holdings it frees, so it
@@ -89,6 +104,8 @@ class Round:
     recorded: list[slots.Holding] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
     unknown: list[slots.Holding] = field(default_factory=list)
+    ended: list[slots.Holding] = field(default_factory=list)
+    """Of `freed`, or to be: those freed before the grace, as the pods that used them ended."""
 
 
 def _pool(instances: Collection[Instance]) -> dict[str, Instance]:
@@ -124,9 +141,17 @@ class Reclaimer:
         self._write_timeout = write_timeout
         self._clock = clock
         self._unused_since: dict[slots.Holding, float] = {}
+        self._last_seen: dict[slots.Holding, Sighting] = {}
+        """The containers that last used each holding of this node, as PodResources listed."""
+        self._prompt = False  # the next round soon: a pod that used a slot may be ending
         self._due = asyncio.Event()
         self._told: set[tuple[User, str, str]] = set()
         self._core: client.CoreV1Api | None = None
+
+    @property
+    def seen_in_use(self) -> set[slots.Holding]:
+        """This node's holdings the last round's List showed in use, or showed before."""
+        return set(self._last_seen)
 
     async def run(self) -> None:
         """Reconcile every interval, and when a used slot's record changes, until cancelled."""
@@ -140,8 +165,9 @@ class Reclaimer:
                         await self.reclaim()
                     except Exception:  # the next round tries again; the agent must keep running
                         log.exception("reconciling slots failed")
+                    wait = min(self._interval, PROMPT_INTERVAL_S) if self._prompt else None
                     with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(self._interval):
+                        async with asyncio.timeout(wait or self._interval):
                             await self._due.wait()
             finally:
                 watcher.cancel()
@@ -149,7 +175,8 @@ class Reclaimer:
 
     async def _follow(self, changes: Subscription) -> None:
         """Call a round as soon as an Instance stops recording a holding this node remembers
-        (one granted lately, recorded, or in use at the last round)."""
+        (one granted lately, recorded, or in use at the last round), or such an Instance is
+        being deleted."""
         while True:
             changed = await changes.next()
             watched = self._allocations.bindings()
@@ -159,15 +186,21 @@ class Reclaimer:
                     continue
                 current = self._cache.get(namespace, name)
                 kept = {} if current is None else recorded([view(current)], self._node)
-                if any(s.instance == name and h not in kept for h, s in watched.items()):
-                    self._due.set()
+                deleting = current is not None and current.metadata.deletion_timestamp is not None
+                if deleting or any(
+                    s.instance == name and h not in kept for h, s in watched.items()
+                ):
+                    self._due.set()  # being deleted: its brokers' pods are ending
 
     async def reclaim(self) -> Round:
         """One round; returns what it did."""
+        listed_at = self._clock()
         uses = await self._list()
         if uses is None:
             return Round()
         done = Round()
+        left = {h: seen for h, seen in self._last_seen.items() if h not in uses}
+        ended = await self._ended(pods_of(u for seen in left.values() for u in seen.users))
         async with self._allocations.lock:  # no Allocate while deciding
             pool = _pool(self._cache.all())
             views = {name: view(instance) for name, instance in pool.items()}
@@ -182,6 +215,16 @@ class Reclaimer:
             stale, self._unused_since = stale_holdings(
                 mine, uses, since, self._clock(), self._grace
             )
+            over = ended_holdings(mine, uses, left, ended, granted) - stale
+            stale |= over
+            self._last_seen = {h: seen for h, seen in left.items() if h in mine} | {
+                h: Sighting(frozenset(users), listed_at) for h, users in uses.items()
+            }
+            self._prompt = bool(left.keys() & mine.keys() - stale) or any(
+                instance.metadata.deletion_timestamp is not None
+                and slots.holdings([views[name]], self._node)
+                for name, instance in pool.items()
+            )
             decision = sync(views.values(), self._node, uses, remembered)
             self._allocations.fence(stale)
 
@@ -194,16 +237,40 @@ class Reclaimer:
 
             # A lost record is restored before an Allocate could give its slot away.
             unanswered = await write(sorted(decision.record))
+        done.ended = sorted(over, key=str)
         releases = {mine[h].instance for h in stale} - decision.record.keys()
         unanswered |= await write(sorted(releases))
         self._allocations.fence({h for h in stale if mine[h].instance in unanswered})
         done.conflicts, done.unknown = decision.conflicts, decision.unknown
         await self._report(pool, decision.conflicts)
         await self._tell(
-            [(c.users, "SlotConflict", str(c)) for c in decision.conflicts]
+            [(c.users, "SlotConflict", c.problem) for c in decision.conflicts]
             + self._unknown_notes(decision.unknown, uses)
         )
         return done
+
+    async def _ended(self, pods: set[PodKey]) -> set[PodKey]:
+        """Which of `pods` are over: gone from the API, or Succeeded or Failed. A pod whose
+        state cannot be read counts as running (its slots wait for the grace)."""
+        if not pods:
+            return set()
+        if self._core is None:
+            self._core = client.CoreV1Api(self._cache.api_client)  # 3 MB: only when needed
+        core = self._core
+
+        async def over(namespace: str, name: str) -> bool:
+            try:
+                async with asyncio.timeout(self._list_timeout):
+                    pod = await call(core.read_namespaced_pod, name, namespace)
+            except ApiException as error:
+                return error.status == HTTP_NOT_FOUND
+            except (aiohttp.ClientError, TimeoutError):
+                return False
+            return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+        keys = sorted(pods)
+        answers = await asyncio.gather(*(over(*key) for key in keys))
+        return {key for key, is_over in zip(keys, answers, strict=True) if is_over}
 
     async def _list(self) -> dict[slots.Holding, set[User]] | None:
         try:
@@ -261,11 +328,13 @@ class Reclaimer:
         freed, again = (sorted(c, key=str) for c in changes[0])
         for holding in freed:
             log.info(
-                "freed %s of %s (Instance %s): no container used it for %gs",
+                "freed %s of %s (Instance %s): %s",
                 holding.device,
                 holding.resource,
                 name,
-                self._grace,
+                "the pods that used it ended"
+                if holding in done.ended
+                else f"no container used it for {self._grace:g}s",
             )
         for holding in again:
             log.warning(
@@ -288,7 +357,7 @@ class Reclaimer:
             await self._cache.delete(namespace, name, instance.metadata.resource_version or "")
         except ApiException as error:
             if error.status not in (HTTP_NOT_FOUND, HTTP_CONFLICT):
-                log.warning("cannot delete Instance %s/%s: %s", namespace, name, error)
+                log.warning("cannot delete Instance %s/%s: %s", namespace, name, describe(error))
             return
         log.info("deleted Instance %s: no node sees its device and no slot is held", name)
 
@@ -323,7 +392,9 @@ class Reclaimer:
             try:
                 await self._cache.update_status(namespace, name, mutate)
             except _API_ERRORS as error:
-                log.warning("cannot report a slot conflict on Instance %s: %s", name, error)
+                log.warning(
+                    "cannot report a slot conflict on Instance %s: %s", name, describe(error)
+                )
 
     def _unknown_notes(
         self, unknown: list[slots.Holding], uses: Mapping[slots.Holding, Collection[User]]
@@ -346,7 +417,7 @@ class Reclaimer:
                 key = (user, reason, message)
                 told.add(key)
                 if key not in self._told:
-                    log.warning("%s on node %s: %s", reason, self._node, message)
+                    log.warning("%s on node %s: %s: %s", reason, self._node, user, message)
                     await self._event(user, reason, f"{user}: {message}")
         self._told = told
 

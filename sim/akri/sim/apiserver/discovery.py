@@ -10,13 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from akri.sim.apiserver.resources import STANDARD_VERBS, Registry, ResourceType
+from akri.sim.version import KUBERNETES_VERSION
 
 JSON = dict[str, Any]
 
 SERVER_VERSION = {
     "major": "1",
     "minor": "32",
-    "gitVersion": "v1.32.0-akri-sim",
+    "gitVersion": KUBERNETES_VERSION,
     "gitCommit": "0000000000000000000000000000000000000000",
     "gitTreeState": "clean",
     "buildDate": "2025-01-01T00:00:00Z",

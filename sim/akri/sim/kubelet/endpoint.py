@@ -128,7 +128,15 @@ class PluginEndpoint:
                 on_devices(response)
             log.warning("ListAndWatch of %s ended", self.resource)
         except grpc.aio.AioRpcError as error:
-            log.warning("ListAndWatch of %s failed: %s", self.resource, error.details())
+            # A plugin that stops (its Configuration or Instance deleted, its agent stopping)
+            # cancels its calls: expected, not news; any other end is.
+            expected = error.code() in (grpc.StatusCode.CANCELLED, grpc.StatusCode.UNAVAILABLE)
+            log.log(
+                logging.INFO if expected else logging.WARNING,
+                "ListAndWatch of %s ended: %s",
+                self.resource,
+                error.details(),
+            )
         self._stopped = True
         on_end()
 

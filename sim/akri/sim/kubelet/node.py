@@ -25,7 +25,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri.backoff import Backoff
-from akri.kube.calls import call
+from akri.kube.calls import call, describe
 from akri.kube.events import record_event
 from akri.kube.reflector import Object, Reflector
 from akri.logs import OnceLog
@@ -35,6 +35,7 @@ from akri.sim.kubelet.kubelet import Kubelet
 from akri.sim.kubelet.model import AdmissionError
 from akri.sim.kubelet.runtime.pod import PodRuntime
 from akri.sim.kubelet.runtime.processes import Processes
+from akri.sim.podnet.addresses import NoPodAddress
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,9 @@ class NodeBridge:
         self._outcomes: dict[str, dict[str, Any]] = {}
         """Pod uid -> the status the kubelet decided; written until the write succeeds."""
         self._written: set[str] = set()
+        self._sandbox_waits: dict[str, dict[str, dict[str, str]]] = {}
+        """Pod uid -> its devices' env, for admitted pods whose sandbox is not made yet."""
+        self._sandbox_reported: set[str] = set()
         self._warn_once = OnceLog(log)
 
     async def run(self) -> None:
@@ -180,7 +184,7 @@ class NodeBridge:
                     if error.status != HTTP_NOT_FOUND:
                         raise
         except _API_ERRORS as error:
-            log.warning("ResourceSlices of %s not deleted: %s", self._node, error)
+            log.warning("ResourceSlices of %s not deleted: %s", self._node, describe(error))
             return
         self._wiped = kubelet.starts
 
@@ -227,7 +231,7 @@ class NodeBridge:
                 )
                 await self._leases.create_namespaced_lease(LEASE_NAMESPACE, body)
         except _API_ERRORS as error:
-            log.warning("lease of %s not renewed: %s", self._node, error)
+            log.warning("lease of %s not renewed: %s", self._node, describe(error))
 
     async def _publish_status(self, *, heartbeat: bool) -> None:
         """Write Node status when it changed, or to renew the heartbeat."""
@@ -249,7 +253,7 @@ class NodeBridge:
         try:
             await self._core.patch_node_status(self._node, {"status": status})
         except _API_ERRORS as error:
-            log.warning("node status of %s not written: %s", self._node, error)
+            log.warning("node status of %s not written: %s", self._node, describe(error))
             return
         self._last_status = status
         self._published |= resources.keys()
@@ -291,6 +295,14 @@ class NodeBridge:
         for uid in self._outcomes.keys() - pods.keys():
             del self._outcomes[uid]
             self._written.discard(uid)
+        for uid in list(self._sandbox_waits):
+            pod = pods.get(uid)
+            if pod is None or _phase(pod) in objects.TERMINAL_PHASES:
+                del self._sandbox_waits[uid]
+                self._sandbox_reported.discard(uid)
+            elif (status := await self._start_runtime(pod)) is not None:
+                self._outcomes[uid]["status"] = status
+                self._written.discard(uid)
         for pod in sorted(pods.values(), key=_created):
             uid = pod["metadata"]["uid"]
             if uid not in self._outcomes:
@@ -338,13 +350,39 @@ class NodeBridge:
                 device_env.setdefault(name, {}).update(container_edits.env)
         status = objects.running_status(pod, _now())
         if self._processes is not None and self._processes.wants(pod):
-            runtime = self._processes.runtime(
-                pod, functools.partial(self._runtime_changed, metadata["uid"]), device_env
-            )
-            self._runtimes[metadata["uid"]] = runtime
-            runtime.start()
-            status = runtime.status()
+            self._sandbox_waits[metadata["uid"]] = device_env
+            status = await self._start_runtime(pod) or objects.creating_status(pod)
         return {"metadata": {"annotations": annotations}, "status": status}
+
+    async def _start_runtime(self, pod: Object) -> dict[str, Any] | None:
+        """Run the pod's containers: their status; None while its sandbox cannot be made (no
+        free pod address), which is recorded once in a FailedCreatePodSandBox Event, as a
+        kubelet reports a CNI failure; the pod stays ContainerCreating and is tried again
+        when the node's pods change."""
+        assert self._processes is not None
+        uid = pod["metadata"]["uid"]
+        try:
+            runtime = self._processes.runtime(
+                pod, functools.partial(self._runtime_changed, uid), self._sandbox_waits[uid]
+            )
+        except NoPodAddress as error:
+            if uid not in self._sandbox_reported:
+                self._sandbox_reported.add(uid)
+                log.info("pod %s waits for a pod address: %s", pod["metadata"]["name"], error)
+                await record_event(
+                    self._core,
+                    {**pod, "apiVersion": "v1", "kind": "Pod"},
+                    "FailedCreatePodSandBox",
+                    f"Failed to create pod sandbox: failed to set up the pod network: {error}",
+                    component=COMPONENT,
+                    kind="Warning",
+                )
+            return None
+        del self._sandbox_waits[uid]
+        self._sandbox_reported.discard(uid)
+        self._runtimes[uid] = runtime
+        runtime.start()
+        return runtime.status()
 
     async def _prepare_claims(self, pod: Object) -> dict[str, cdi.Edits]:
         """Prepare the pod's claims; the CDI edits of each container. Raises when the pod
@@ -408,7 +446,10 @@ class NodeBridge:
                 name, namespace, {"status": outcome["status"]}
             )
         except _API_ERRORS as error:
-            log.warning("status of pod %s/%s not written: %s", namespace, name, error)
+            if isinstance(error, ApiException) and error.status == HTTP_NOT_FOUND:
+                log.info("pod %s/%s was deleted before its status was written", namespace, name)
+            else:
+                log.warning("status of pod %s/%s not written: %s", namespace, name, describe(error))
             return False
         status = outcome["status"]
         if status["phase"] == "Failed" and "reason" in status:

@@ -7,6 +7,7 @@ Node status and Pod status documents, as a kubelet would write them.
 from __future__ import annotations
 
 import json
+import platform
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -15,6 +16,7 @@ from google.protobuf.json_format import MessageToDict
 from akri.sim.kubelet.model import AdmittedPod, Container, ResourceStatus
 from akri.sim.quantity import count
 from akri.sim.resource_names import is_extended_resource_name
+from akri.sim.version import KUBERNETES_VERSION
 
 Object = Mapping[str, Any]
 ALLOCATIONS_ANNOTATION: Final = "sim.akri.sh/allocations"
@@ -23,6 +25,21 @@ CDI_ANNOTATION: Final = "sim.akri.sh/cdi"
 """Where the bridge records what each container got from its CDI devices (DRA claims)."""
 NODE_BASE_RESOURCES: Final = {"cpu": "8", "memory": "16Gi", "pods": "110"}
 """Simulated nodes have room to spare for everything but devices."""
+NODE_INFO: Final = {
+    "kubeletVersion": KUBERNETES_VERSION,
+    "containerRuntimeVersion": f"akri-sim://{KUBERNETES_VERSION.removeprefix('v')}",
+    "operatingSystem": "linux",
+    "architecture": {"x86_64": "amd64", "aarch64": "arm64"}.get(
+        platform.machine(), platform.machine()
+    ),
+    "kernelVersion": platform.release(),
+    "osImage": "akri sim",
+    "machineID": "",
+    "systemUUID": "",
+    "bootID": "",
+    "kubeProxyVersion": "",  # deprecated: a 1.31+ kubelet leaves it empty
+}
+"""What `kubectl get nodes -o wide` shows of a node (VERSION, OS-IMAGE, CONTAINER-RUNTIME)."""
 TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
 _READY_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready")
 
@@ -94,6 +111,28 @@ def running_status(pod: Object, now: str) -> dict[str, Any]:
     }
 
 
+def creating_status(pod: Object) -> dict[str, Any]:
+    """What a kubelet writes while it cannot make the pod's sandbox: Pending, every container
+    waiting in ContainerCreating."""
+    spec = pod.get("spec") or {}
+    return {
+        "phase": "Pending",
+        "hostIP": "127.0.0.1",
+        "containerStatuses": [
+            {
+                "name": c["name"],
+                "image": c.get("image", ""),
+                "imageID": "",
+                "ready": False,
+                "started": False,
+                "restartCount": 0,
+                "state": {"waiting": {"reason": "ContainerCreating"}},
+            }
+            for c in spec.get("containers") or []
+        ],
+    }
+
+
 def failed_status(reason: str, message: str) -> dict[str, Any]:
     """What a kubelet writes for a pod it rejects at admission."""
     return {"phase": "Failed", "reason": reason, "message": message}
@@ -127,6 +166,7 @@ def node_status(
         "capacity": {**NODE_BASE_RESOURCES, **zero, **capacity},
         "allocatable": {**NODE_BASE_RESOURCES, **zero, **allocatable},
         "conditions": [condition],
+        "nodeInfo": NODE_INFO,
     }
     if addresses:
         status["addresses"] = [dict(address) for address in addresses]

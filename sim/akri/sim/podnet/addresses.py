@@ -7,9 +7,18 @@ from dataclasses import dataclass, field
 from typing import Final
 
 BRIDGE: Final = "cni0"
+BRIDGE_MAC: Final = "0a:58:0a:f4:00:01"
+"""The bridge's own MAC (locally administered), set so that it never changes. A bridge without
+one takes the lowest MAC of its ports: a pod's veth joining or leaving changed the gateway's
+MAC under every other pod, whose packets then went to the old one until its ARP entry expired,
+tens of seconds in which the controller's Lease renewals timed out (issue 27)."""
 CLUSTER_CIDR: Final = ipaddress.IPv4Network("10.244.0.0/16")
 NODE_PREFIX: Final = 24
 MAX_NODES: Final = 2 ** (NODE_PREFIX - CLUSTER_CIDR.prefixlen)
+
+
+class NoPodAddress(RuntimeError):
+    """The node's pod CIDR is used up: a pod's sandbox cannot be made until one ends."""
 
 
 @dataclass
@@ -38,7 +47,7 @@ class NodeNetwork:
         return str(self.cidr.network_address + 1)
 
     def allocate(self) -> str:
-        """A free pod address, the first after the one given last; RuntimeError when the
+        """A free pod address, the first after the one given last; NoPodAddress when the
         node's CIDR is used up."""
         count = self.cidr.num_addresses - 3  # all but the network, gateway and broadcast
         for step in range(1, count + 1):
@@ -48,7 +57,7 @@ class NodeNetwork:
                 self._used.add(address)
                 self._last = offset
                 return str(address)
-        raise RuntimeError(f"no free pod address in {self.cidr}")
+        raise NoPodAddress(f"no free pod address in {self.cidr}")
 
     def release(self, address: str) -> None:
         self._used.discard(ipaddress.IPv4Address(address))

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Final
 
 from akri.sim.apiserver.kubernetes_service import SERVICE_IP
-from akri.sim.podnet.addresses import BRIDGE, NODE_PREFIX, NodeNetwork
+from akri.sim.podnet.addresses import BRIDGE, BRIDGE_MAC, NODE_PREFIX, NodeNetwork
 
 CLONE_NEWNET: Final = 0x40000000
 TOOLS: Final = ("unshare", "nsenter", "setpriv", "ip", "sleep")
@@ -70,7 +70,7 @@ def _configure(node_count: int) -> list[NodeNetwork]:
     commands = [
         "link set lo up",
         f"address add {SERVICE_IP}/32 dev lo",
-        f"link add {BRIDGE} type bridge",
+        f"link add {BRIDGE} address {BRIDGE_MAC} type bridge",
         f"link set {BRIDGE} up",
         *(f"address add {node.gateway}/{NODE_PREFIX} dev {BRIDGE}" for node in nodes),
         f"link add {_PROBE_LINK} type veth peer name {_PROBE_LINK}p",

@@ -21,7 +21,7 @@ import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from akri.kube.calls import call
+from akri.kube.calls import call, describe
 from akri.kube.reflector import EventType, Handler, Key, Object, Reflector, object_key
 from akri.sim.workloads import disruption, plan
 
@@ -108,7 +108,7 @@ class _WorkQueue(Generic[Work]):
                     try:
                         await self._reconcile(item)
                     except _API_ERRORS as error:
-                        log.warning("%s not reconciled: %s", "/".join(item), error)
+                        log.warning("%s not reconciled: %s", "/".join(item), describe(error))
                         asyncio.get_running_loop().call_later(RETRY_S, self.mark, item)
 
 
