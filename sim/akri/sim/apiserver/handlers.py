@@ -340,8 +340,6 @@ class ApiHandlers:
                 },
                 201,
             )
-        if verb == "create" and resource.key == ACCESS_REVIEWS:
-            return _json(self._guard.access_review(await self._body(request)), 201)
         if verb == "create" and target.subresource == "token":
             body = await read_body(request)
             return _json(self._guard.tokens.token_request(namespace, name, body), 201)
