@@ -273,7 +273,7 @@ async def test_a_pod_without_a_free_pod_address_waits_with_an_event_not_a_traceb
             break
     settings = RuntimeSettings(
         sim_image="akri-sim", bin_dir=socket_dir, api_host="127.0.0.1", api_port=1,
-        ca_file=socket_dir / "ca", token=lambda namespace, account: "",
+        ca_file=socket_dir / "ca", token=lambda pod: "",
     )  # fmt: skip
     host = NodeHost(
         NODE, lambda path: socket_dir / path.lstrip("/"), socket_dir / "pods", network=network
