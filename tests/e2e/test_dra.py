@@ -90,6 +90,11 @@ async def accounted(akri: Akri, pods: list[str], capacity: int) -> None:
     await eventually(agree, f"pods {pods} running on prepared claims", DEADLINE_S)
 
 
+@pytest.mark.parametrize(
+    ("shared", "unique"),
+    [(False, True), (False, False), (True, True), (True, False)],
+    ids=["local-unique", "local-not-unique", "shared-unique", "shared-not-unique"],
+)
 async def test_capacity_reached_leaves_a_pod_pending_until_a_slot_is_freed(
     akri: Akri, shared: bool, unique: bool
 ) -> None:
