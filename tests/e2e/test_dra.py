@@ -22,7 +22,6 @@ from tests.support import eventually
 pytestmark = pytest.mark.timeout(300)
 DEADLINE_S = 120.0
 NODE_A = sorted(NODES)[0]
-SHARED_REFUSED = pytest.mark.xfail(strict=True, reason="issue 23: shared slices refused")
 
 
 def new_name(prefix: str) -> str:
@@ -91,21 +90,11 @@ async def accounted(akri: Akri, pods: list[str], capacity: int) -> None:
     await eventually(agree, f"pods {pods} running on prepared claims", DEADLINE_S)
 
 
-def params() -> list[object]:
-    local = [
-        pytest.param(False, unique, id=f"local-{'unique' if unique else 'not-unique'}")
-        for unique in (True, False)
-    ]
-    shared = [
-        pytest.param(
-            True, unique, id=f"shared-{'unique' if unique else 'not-unique'}", marks=SHARED_REFUSED
-        )
-        for unique in (True, False)
-    ]
-    return [*local, *shared]
-
-
-@pytest.mark.parametrize(("shared", "unique"), params())
+@pytest.mark.parametrize(
+    ("shared", "unique"),
+    [(False, True), (False, False), (True, True), (True, False)],
+    ids=["local-unique", "local-not-unique", "shared-unique", "shared-not-unique"],
+)
 async def test_capacity_reached_leaves_a_pod_pending_until_a_slot_is_freed(
     akri: Akri, shared: bool, unique: bool
 ) -> None:
