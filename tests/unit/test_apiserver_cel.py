@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from akri.naming import MAX_CONFIGURATION_NAME
 from akri.sim.apiserver import ApiServer, cel_rules, errors
 from akri.sim.apiserver.operations import Operations
 from akri.sim.apiserver.resources import ResourceType
@@ -103,7 +104,8 @@ def with_property(prop: dict[str, Any]) -> dict[str, Any]:
 
 def refused_configurations() -> dict[str, dict[str, Any]]:
     """One Configuration that breaks each rule of crds/, by the rule it breaks."""
-    both_brokers, no_handler_name = example(), example()
+    both_brokers, no_handler_name, long_name = example(), example(), example()
+    long_name["metadata"]["name"] = "c" * (MAX_CONFIGURATION_NAME + 1)
     both_brokers["spec"]["brokerSpec"]["brokerJobSpec"] = {}
     no_handler_name["spec"]["discoveryHandler"]["name"] = "debug echo"
     ref = {"name": "s", "key": "k"}
@@ -114,6 +116,7 @@ def refused_configurations() -> dict[str, dict[str, Any]]:
         ),
         "has(self.value) != has(self.valueFrom)": with_property({"name": "x"}),
         "self.matches('^[A-Za-z][A-Za-z0-9_-]*$')": no_handler_name,
+        f"size(self.metadata.name) <= {MAX_CONFIGURATION_NAME}": long_name,
     }
 
 
@@ -125,9 +128,12 @@ def test_every_rule_in_crds_accepts_the_examples_and_refuses_a_breach() -> None:
     for path in sorted((ROOT / "crds" / "examples").glob("*.yaml")):
         ops.create(configurations, "default", yaml.safe_load(path.read_text()))
     for rule, configuration in refused.items():
-        configuration["metadata"]["name"] = "breach"
+        on_name = rule.startswith("size(self.metadata.name)")
+        name = configuration["metadata"]["name"] if on_name else "breach"
+        configuration["metadata"]["name"] = name
         message = refusal(lambda c=configuration: ops.create(configurations, "default", c))
-        assert message.startswith('Configuration.akri.sh "breach" is invalid: spec.'), rule
+        field = "" if on_name else "spec."
+        assert message.startswith(f'Configuration.akri.sh "{name}" is invalid: {field}'), rule
         assert message.endswith(f": {messages[rule]}"), message
 
 
