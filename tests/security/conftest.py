@@ -21,8 +21,10 @@ from tests.security.support import Secured, secured_cluster
 
 
 @pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    if FOREIGN_KUBECONFIG:
+async def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Cluster]:
+    """The cluster an attack is made on: the foreign one when given, except for attacks on a
+    node (marked `node_side`), which need no real API server and must leave nothing there."""
+    if FOREIGN_KUBECONFIG and request.node.get_closest_marker("node_side") is None:
         yield Cluster(Path(FOREIGN_KUBECONFIG), None)
     else:
         async with ApiServer(authorization=True) as server:

@@ -28,6 +28,9 @@ from akri.unix_sockets import add_port
 from tests.controller.test_controller_webhook_certificate import WANTED, Clock, keeper, setup
 from tests.security.inotify import IN_ATTRIB, IN_CREATE, IN_MOVED_TO, Watch, touched
 
+# An attack on the node: made against the emulator even when a real cluster is given.
+pytestmark = pytest.mark.node_side
+
 
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.lstat().st_mode)

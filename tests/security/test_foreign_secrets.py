@@ -27,6 +27,9 @@ from tests.support import eventually
 SECRET = "kube-system-token-Zx81"
 STOLEN = "stolen"
 
+# An attack on the node: made against the emulator even when a real cluster is given.
+pytestmark = pytest.mark.node_side
+
 
 class Recorder:
     """An embedded handler that keeps every property set it is started with."""
