@@ -389,8 +389,9 @@ async def test_mounts_and_device_nodes_are_offered_to_the_plugins(
         handler.feed.put_nowait([device])
         name = instance_name("cfg", "cam", A)
         await eventually(lambda: k.nodes_of(name, [A]), "the camera's Instance")
-        assert a.agent.configurations is not None
-        mounts, specs = a.agent.configurations.extras(name)
+        extras = a.agent.devices.extras(name)
+    assert extras is not None
+    mounts, specs = extras
     assert [(m.container_path, m.host_path, m.read_only) for m in mounts] == [
         ("/data", "/host/data", True)
     ]
