@@ -38,9 +38,9 @@ def count_writes(apiserver: ApiServer) -> list[FaultRule]:
     ]
 
 
-def discovered(node: Node, config: str = "cfg") -> set[str] | None:
-    assert node.agent.configurations is not None
-    return node.agent.configurations.discovered(NAMESPACE, config)
+def discovered(node: Node) -> frozenset[str]:
+    """The Instances of the devices the node's discovery reports now."""
+    return node.agent.devices.instances()
 
 
 @pytest.mark.parametrize("namespace", [None, NAMESPACE])
@@ -233,9 +233,7 @@ async def test_a_deleted_configuration_stops_discovery_quietly(
                 return await k.instances() == {}
 
             await eventually(none_left, "the Instances to be gone")
-            await eventually(
-                lambda: discovered(a) is None and discovered(b) is None, "discovery to stop"
-            )
+            await eventually(lambda: not discovered(a) and not discovered(b), "discovery to stop")
     assert [r.getMessage() for r in caplog.records if _complaint(r)] == []
 
 

@@ -43,10 +43,10 @@ def test_a_device_no_longer_reported_is_forgotten_and_a_changed_one_follows() ->
 
     assert paths(store, "cfg-echo") is None
     assert paths(store, "cfg-cam") == ([], ["/dev/v1"])
-    assert store.reported("cfg") == {"cfg-cam"}
+    assert store.instances() == {"cfg-cam"}
     store.report("cfg", {})
     assert paths(store, "cfg-cam") is None
-    assert store.reported("cfg") == frozenset()
+    assert store.instances() == frozenset()
 
 
 def test_an_earlier_writer_withdrawing_leaves_the_device_a_later_one_reports() -> None:

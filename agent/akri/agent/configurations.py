@@ -62,12 +62,6 @@ class ConfigurationWatcher:
         runner = self._runners.get((namespace, name))
         return None if runner is None else runner.configuration
 
-    def discovered(self, namespace: str, name: str) -> set[str] | None:
-        """Instances of the devices this node published last for the Configuration (None: not
-        known); what `kubectl` cannot show: which devices this very node sees."""
-        runner = self._runners.get((namespace, name))
-        return None if runner is None else set(runner.publisher.devices)
-
     async def run(self) -> None:
         """Follow Configurations until cancelled, then stop every runner (leaving Instances)."""
         try:

@@ -62,9 +62,9 @@ class DeviceStore:
             self._changed.set()
             self._changed = asyncio.Event()
 
-    def reported(self, writer: Hashable) -> frozenset[str]:
-        """The Instances `writer` reported last."""
-        return self._by_writer.get(writer, frozenset())
+    def instances(self) -> frozenset[str]:
+        """The Instances of every device discovery reports on this node now."""
+        return frozenset(self._known)
 
     def extras(self, instance: str) -> Extras | None:
         """The device's mounts and device nodes; None when discovery has not reported it."""

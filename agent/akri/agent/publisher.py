@@ -74,11 +74,6 @@ class InstancePublisher:
         self._warn_once = OnceLog(log)
         self._devices = devices
 
-    @property
-    def devices(self) -> frozenset[str]:
-        """The Instances of the devices published last."""
-        return self._devices.reported(self)
-
     async def publish(
         self, configuration: Configuration, shared: bool, devices: Iterable[Device]
     ) -> float | None:
