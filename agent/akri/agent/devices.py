@@ -75,11 +75,12 @@ class DeviceStore:
         """The extras of every one of `instances`, waiting up to `seconds` for discovery to
         report those not known yet; raises NotDiscovered naming the others."""
         missing = [name for name in instances if name not in self._known]
-        try:
-            async with asyncio.timeout(seconds if missing else None):  # usually no timer at all
-                while missing:
-                    await self._changed.wait()
-                    missing = [name for name in instances if name not in self._known]
-        except TimeoutError:
-            raise NotDiscovered(missing, seconds) from None
+        if missing:  # only just after a start: the usual Allocate sets no timer
+            try:
+                async with asyncio.timeout(seconds):
+                    while missing:
+                        await self._changed.wait()
+                        missing = [name for name in instances if name not in self._known]
+            except TimeoutError:
+                raise NotDiscovered(missing, seconds) from None
         return {name: self._known[name][2] for name in instances}
