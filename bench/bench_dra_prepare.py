@@ -22,10 +22,11 @@ import grpc
 from _common import Section, finish, latencies_ms, quiet_logs
 from kubernetes_asyncio import client
 
+from akri.agent.devices import DeviceStore
+from akri.agent.discovery.model import Device
 from akri.agent.dra.plugin import DraPlugin, PluginEnv
 from akri.agent.dra.server import KubeletDraPlugin
 from akri.agent.instances import InstanceCache
-from akri.agent.plugins.response import no_extras
 from akri.api import Configuration, crd_definitions
 from akri.dra.slices import local_pool_name
 from akri.proto.dra.v1 import api_pb2 as dra
@@ -107,6 +108,13 @@ async def populate(api: client.ApiClient) -> list[dra.Claim]:
     return claims
 
 
+def discovered() -> DeviceStore:
+    """Every populated device, as discovery reports it (no mounts or device nodes)."""
+    devices = DeviceStore()
+    devices.report("onvif", {f"cam-{i:06x}": Device(f"cam-{i:06x}") for i in range(CLAIMS)})
+    return devices
+
+
 async def call(stub: DRAPluginAsyncStub, kind: str, claim: dra.Claim) -> str:
     """One kubelet call for one claim; its error, empty when none."""
     if kind == "unprepare":
@@ -134,7 +142,8 @@ async def main() -> None:
                         api_client=api,
                         cache=cache,
                         configurations=lambda namespace, name: CONFIGURATION,
-                        device_extras=no_extras,
+                        devices=discovered(),
+                        rediscovery_wait=1.0,
                         node=NODE,
                         state_dir=root / "plugins" / "akri.sh",
                         cdi_dir=root / "cdi",

@@ -292,7 +292,9 @@ def instance_properties() -> dict[str, str]:
 
 async def allocate_plugin(control: Control, setting: Setting) -> None:
     """Answers every Allocate with the env the agent gives a container of the Instance."""
-    answer, _ = allocate_response([[INSTANCE]], {INSTANCE: instance_properties()}, {})
+    answer, _ = allocate_response(
+        [[INSTANCE]], {INSTANCE: instance_properties()}, {}, {INSTANCE: ((), ())}
+    )
 
     async def allocate(request: AllocateRequest, context: Context) -> AllocateResponse:
         return answer

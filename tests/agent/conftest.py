@@ -1,7 +1,8 @@
 """Agent fixtures: simulated nodes (kubelet emulator + the agent's plugin layer) on one API server.
 
 Each `AgentNode` is what one agent runs on one node: its own Instance cache, plugin manager and
-(optionally) slot reclaimer, talking to its own kubelet emulator over real sockets. Every node
+(optionally) slot reclaimer, talking to its own kubelet emulator over real sockets, with a
+stand-in for discovery that reports each Instance listing the node as a device it sees. Every node
 shares the API server, so nodes race for slots as separate agents would.
 """
 
@@ -20,6 +21,8 @@ import pytest
 from kubernetes_asyncio import client
 
 from akri import naming
+from akri.agent.devices import DeviceStore
+from akri.agent.discovery.model import Device
 from akri.agent.instances import InstanceCache
 from akri.agent.plugins import Allocations, PluginManager, Reclaimer
 from akri.api import (
@@ -169,11 +172,22 @@ class AgentOptions:
     register_backoff: Callable[[], Backoff] = fast_backoff
 
 
+async def discover_instances(cache: InstanceCache, node: str, devices: DeviceStore) -> None:
+    """Discovery's stand-in: every Instance that lists `node` is a device it reports, with no
+    mounts or device nodes."""
+    with cache.subscribe() as changes:
+        while True:
+            mine = [i.metadata.name or "" for i in cache.all() if node in i.spec.nodes]
+            devices.report(discover_instances, {name: Device(name) for name in mine})
+            await changes.next()
+
+
 @dataclass
 class Agent:
     """The plugin layer of one agent process: what dies with it and comes back on restart."""
 
     cache: InstanceCache
+    devices: DeviceStore
     allocations: Allocations
     manager: PluginManager
     reclaimer: Reclaimer | None
@@ -183,11 +197,13 @@ class Agent:
     def start(cls, cluster: Cluster, kubelet: Kubelet, options: AgentOptions) -> Agent:
         node = kubelet.node_name
         cache = InstanceCache(cluster.api)
+        devices = DeviceStore()
         allocations = Allocations(options.clock)
         manager = PluginManager(
             cache,
             cluster.lookup,
             node,
+            devices=devices,
             allocations=allocations,
             device_plugins_dir=kubelet.device_plugins_dir,
             allocate_timeout=options.allocate_timeout,
@@ -205,9 +221,14 @@ class Agent:
                 grace=options.grace,
                 clock=options.clock,
             )
-        runs = [cache.run(), manager.run(), *([reclaimer.run()] if reclaimer else [])]
+        runs = [
+            cache.run(),
+            discover_instances(cache, node, devices),
+            manager.run(),
+            *([reclaimer.run()] if reclaimer else []),
+        ]
         tasks = [asyncio.create_task(run, name=f"agent of {node}") for run in runs]
-        return cls(cache, allocations, manager, reclaimer, tasks)
+        return cls(cache, devices, allocations, manager, reclaimer, tasks)
 
     async def stop(self) -> None:
         for task in self.tasks:

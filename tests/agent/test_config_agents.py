@@ -38,9 +38,9 @@ def count_writes(apiserver: ApiServer) -> list[FaultRule]:
     ]
 
 
-def discovered(node: Node, config: str = "cfg") -> set[str] | None:
-    assert node.agent.configurations is not None
-    return node.agent.configurations.discovered(NAMESPACE, config)
+def discovered(node: Node) -> frozenset[str]:
+    """The Instances of the devices the node's discovery reports now."""
+    return node.agent.devices.instances()
 
 
 @pytest.mark.parametrize("namespace", [None, NAMESPACE])
@@ -233,9 +233,7 @@ async def test_a_deleted_configuration_stops_discovery_quietly(
                 return await k.instances() == {}
 
             await eventually(none_left, "the Instances to be gone")
-            await eventually(
-                lambda: discovered(a) is None and discovered(b) is None, "discovery to stop"
-            )
+            await eventually(lambda: not discovered(a) and not discovered(b), "discovery to stop")
     assert [r.getMessage() for r in caplog.records if _complaint(r)] == []
 
 
@@ -389,8 +387,9 @@ async def test_mounts_and_device_nodes_are_offered_to_the_plugins(
         handler.feed.put_nowait([device])
         name = instance_name("cfg", "cam", A)
         await eventually(lambda: k.nodes_of(name, [A]), "the camera's Instance")
-        assert a.agent.configurations is not None
-        mounts, specs = a.agent.configurations.extras(name)
+        extras = a.agent.devices.extras(name)
+    assert extras is not None
+    mounts, specs = extras
     assert [(m.container_path, m.host_path, m.read_only) for m in mounts] == [
         ("/data", "/host/data", True)
     ]

@@ -6,7 +6,6 @@ from akri.agent.plugins.response import (
     CONFIGURATION,
     MAX_ENV_VALUE_BYTES,
     Dropped,
-    Extras,
     allocate_response,
     container_env,
 )
@@ -14,6 +13,7 @@ from akri.proto.deviceplugin.v1beta1.api_pb2 import DeviceSpec, Mount
 
 A, B = "cfg-8120fe", "cfg-a19705"
 PROPERTIES = {A: {"URL": "a", "MODEL": "x"}, B: {"URL": "b"}}
+NO_EXTRAS = {A: ((), ()), B: ((), ())}
 
 
 def env(
@@ -73,7 +73,7 @@ def test_a_value_at_the_limit_is_kept() -> None:
 
 
 def test_one_response_per_container_in_order() -> None:
-    response, dropped = allocate_response([[B], [A, B], []], PROPERTIES, {"SITE": "lab"})
+    response, dropped = allocate_response([[B], [A, B], []], PROPERTIES, {"SITE": "lab"}, NO_EXTRAS)
     envs = [dict(c.envs) for c in response.container_responses]
     assert envs == [
         {"URL_A19705": "b", "URL": "b", "SITE": "lab"},
@@ -84,25 +84,22 @@ def test_one_response_per_container_in_order() -> None:
 
 
 def test_device_extras_are_merged_once_per_device() -> None:
-    calls: list[str] = []
-
-    def extras(instance: str) -> Extras:
-        calls.append(instance)
-        node = f"/dev/{instance}"
-        return (
+    extras = {
+        instance: (
             [Mount(container_path="/etc/shared", host_path=f"/srv/{instance}", read_only=True)],
-            [DeviceSpec(container_path=node, host_path=node, permissions="rw")],
+            [DeviceSpec(container_path=f"/dev/{instance}", host_path=f"/dev/{instance}")],
         )
+        for instance in (A, B)
+    }
 
     response, _ = allocate_response([[A, A, B]], PROPERTIES, {}, extras)
 
     (container,) = response.container_responses
-    assert calls == [A, B]
     assert [d.host_path for d in container.devices] == [f"/dev/{A}", f"/dev/{B}"]
     assert [m.host_path for m in container.mounts] == [f"/srv/{A}"]  # one path, first wins
 
 
-def test_no_extras_by_default() -> None:
-    response, _ = allocate_response([[A]], PROPERTIES, {})
+def test_a_device_without_extras_gets_none() -> None:
+    response, _ = allocate_response([[A]], PROPERTIES, {}, NO_EXTRAS)
     (container,) = response.container_responses
     assert (list(container.mounts), list(container.devices)) == ([], [])

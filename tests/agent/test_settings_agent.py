@@ -34,6 +34,7 @@ def test_defaults(environ: pytest.MonkeyPatch) -> None:
     assert settings.metrics_port == 8080
     assert (settings.offline_grace, settings.reclaim_grace) == (300.0, 20.0)
     assert (settings.reclaim_interval, settings.allocate_timeout) == (10.0, 5.0)
+    assert settings.device_wait == 3.0  # three fifths of the Allocate deadline
     assert (settings.log_level, settings.log_format) == ("INFO", "json")
 
 
@@ -52,6 +53,7 @@ def test_every_variable_is_read(environ: pytest.MonkeyPatch) -> None:
         "RECLAIM_GRACE": "1m",
         "RECLAIM_INTERVAL": "500ms",
         "ALLOCATE_TIMEOUT": "1.5",
+        "REDISCOVERY_WAIT": "1s",
         "LOG_LEVEL": "debug",
         "LOG_FORMAT": "text",
     }
@@ -71,6 +73,7 @@ def test_every_variable_is_read(environ: pytest.MonkeyPatch) -> None:
     assert settings.reclaim_grace == 60.0
     assert settings.reclaim_interval == 0.5
     assert settings.allocate_timeout == 1.5
+    assert settings.device_wait == 1.0
     assert (settings.log_level, settings.log_format) == ("DEBUG", "text")
 
 
@@ -83,6 +86,7 @@ def test_every_variable_is_read(environ: pytest.MonkeyPatch) -> None:
         ("OFFLINE_GRACE", "5 minutes", "is not a duration"),
         ("KUBECONFIG", "/nonexistent/kubeconfig", "Path does not point to a file"),
         ("RECLAIM_GRACE", "0s", "greater than 0"),
+        ("REDISCOVERY_WAIT", "5s", "is not shorter than ALLOCATE_TIMEOUT (5s)"),
         ("METRICS_PORT", "70000", "less than or equal to 65535"),
         ("METRICS_PORT", "http", "valid integer"),
         ("DEBUG_ECHO_INSTANCES_SHARED", "yes", "must be true or false"),

@@ -18,6 +18,7 @@ from kubernetes_asyncio import client
 
 from akri.agent import metrics
 from akri.agent.configurations import ConfigurationWatcher
+from akri.agent.devices import DeviceStore
 from akri.agent.discovery.handler import DiscoveryHandler
 from akri.agent.discovery.kube_properties import kube_reader
 from akri.agent.discovery.registration import RegistrationServer
@@ -75,6 +76,8 @@ class Agent:
         for handler in default_handlers(settings) if handlers is None else handlers:
             self.registry.add(handler)
         self._api_client = api_client
+        self.devices = DeviceStore()
+        """Discovered devices' mounts and device nodes, for the plugins."""
         self.cache: InstanceCache | None = None
         self.configurations: ConfigurationWatcher | None = None
         self.plugins: PluginManager | None = None
@@ -106,10 +109,12 @@ class Agent:
         cache = InstanceCache(
             api_client, settings.akri_namespace, on_conflict=metrics.SLOT_CONFLICT_RETRIES.inc
         )
+        devices = self.devices
         env = RunnerEnv(
             node=node,
             registry=self.registry,
             cache=cache,
+            devices=devices,
             reporter=lambda: StatusReporter(api_client, node),
             read_properties=kube_reader(api_client),
             offline_grace=settings.offline_grace,
@@ -119,9 +124,9 @@ class Agent:
         self.cache, self.configurations = cache, configurations
         self.mode = await resolve(settings.akri_mode, api_client, settings.plugins_registry_dir)
         components = (
-            self._dra_components(api_client, cache, configurations)
+            self._dra_components(api_client, cache, devices, configurations)
             if self.mode is Mode.DRA
-            else self._device_plugin_components(cache, configurations)
+            else self._device_plugin_components(cache, devices, configurations)
         )
         async with contextlib.AsyncExitStack() as stack:
             await stack.enter_async_context(
@@ -138,7 +143,7 @@ class Agent:
                     tasks.create_task(work, name=name)
 
     def _device_plugin_components(
-        self, cache: InstanceCache, configurations: ConfigurationWatcher
+        self, cache: InstanceCache, devices: DeviceStore, configurations: ConfigurationWatcher
     ) -> dict[str, Coroutine[Any, Any, None]]:
         """Device plugins per Instance and Configuration, and the slot reclaimer."""
         settings = self.settings
@@ -150,7 +155,8 @@ class Agent:
             allocations=allocations,
             device_plugins_dir=settings.device_plugins_dir,
             allocate_timeout=settings.allocate_timeout,
-            device_extras=configurations.extras,
+            devices=devices,
+            rediscovery_wait=settings.device_wait,
             problems=PluginProblems(
                 InstanceReporter(cache, settings.agent_node_name),
                 StatusReporter(cache.api_client, settings.agent_node_name),
@@ -174,6 +180,7 @@ class Agent:
         self,
         api_client: client.ApiClient,
         cache: InstanceCache,
+        devices: DeviceStore,
         configurations: ConfigurationWatcher,
     ) -> dict[str, Coroutine[Any, Any, None]]:
         """This node's ResourceSlices and the kubelet DRA plugin (docs/design.md §8a)."""
@@ -183,7 +190,8 @@ class Agent:
                 api_client=api_client,
                 cache=cache,
                 configurations=configurations.get,
-                device_extras=configurations.extras,
+                devices=devices,
+                rediscovery_wait=settings.device_wait,
                 node=settings.agent_node_name,
                 state_dir=settings.kubelet_plugins_dir / DRIVER,
                 cdi_dir=settings.cdi_dir,

@@ -1,10 +1,10 @@
 """Follow Configurations and run one `ConfigurationRunner` per Configuration.
 
 Also the agent's Configuration lookup (`get`), which the device plugins use for
-uniqueDevices and brokerProperties, and the lookup of discovered mounts and device nodes
-(`extras`). A Configuration that does not parse is reported (log and Event, once per problem)
-and skipped; one that was valid before keeps running with its last valid spec, so a bad edit
-never takes devices away. A deleted Configuration stops its runner, which leaves its Instances.
+uniqueDevices and brokerProperties. A Configuration that does not parse is reported (log and
+Event, once per problem) and skipped; one that was valid before keeps running with its last
+valid spec, so a bad edit never takes devices away. A deleted Configuration stops its runner,
+which leaves its Instances.
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ from collections.abc import Callable
 from kubernetes_asyncio import client
 from pydantic import ValidationError
 
-from akri.agent.extras import device_extras
-from akri.agent.plugins.response import Extras, no_extras
 from akri.agent.runner import ConfigurationRunner, RunnerEnv
 from akri.agent.status import CONFIGURATIONS
 from akri.api import ConditionType, Configuration, ConfigurationStatus
@@ -63,19 +61,6 @@ class ConfigurationWatcher:
         """The Configuration's current (last valid) spec; None when unknown or deleted."""
         runner = self._runners.get((namespace, name))
         return None if runner is None else runner.configuration
-
-    def discovered(self, namespace: str, name: str) -> set[str] | None:
-        """Instances of the devices this node published last for the Configuration (None: not
-        known); what `kubectl` cannot show: which devices this very node sees."""
-        runner = self._runners.get((namespace, name))
-        return None if runner is None else set(runner.publisher.devices)
-
-    def extras(self, instance: str) -> Extras:
-        """Mounts and device nodes of a device this node discovered, by Instance name."""
-        for runner in self._runners.values():
-            if (device := runner.publisher.devices.get(instance)) is not None:
-                return device_extras(device)
-        return no_extras(instance)
 
     async def run(self) -> None:
         """Follow Configurations until cancelled, then stop every runner (leaving Instances)."""

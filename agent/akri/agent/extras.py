@@ -1,18 +1,18 @@
-"""What Allocate adds for a device besides env vars: its mounts and device nodes.
-
-They come from discovery and are not stored in the Instance, so the plugins ask the
-Configuration watcher for the devices this node discovered, converted here to the kubelet's
-messages.
+"""What a device gives a container besides env vars: its mounts and device nodes, as the
+kubelet's messages. Pure: the device store converts each device once, as discovery reports it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from akri.agent.discovery.model import Device
-from akri.agent.plugins import response
 from akri.proto.deviceplugin.v1beta1 import api_pb2 as pb
 
+Extras = tuple[Sequence[pb.Mount], Sequence[pb.DeviceSpec]]
 
-def device_extras(device: Device) -> response.Extras:
+
+def device_extras(device: Device) -> Extras:
     return (
         [
             pb.Mount(container_path=m.container_path, host_path=m.host_path, read_only=m.read_only)

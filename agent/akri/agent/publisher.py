@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri.agent import metrics
+from akri.agent.devices import DeviceStore
 from akri.agent.discovery.model import Device
 from akri.agent.instance_reports import InstanceReporter
 from akri.agent.instances import InstanceCache
@@ -60,6 +61,7 @@ class InstancePublisher:
         node: str,
         grace: float,
         clock: Callable[[], float],
+        devices: DeviceStore,
         *,
         backoff: Callable[[], Backoff] = delete_backoff,
     ) -> None:
@@ -70,8 +72,7 @@ class InstancePublisher:
         self._offline = OfflineReports(InstanceReporter(cache, node), node, grace)
         self._clock = clock
         self._warn_once = OnceLog(log)
-        self.devices: dict[str, Device] = {}
-        """Devices by Instance name, as last published (for the plugins' mounts and devices)."""
+        self._devices = devices
 
     async def publish(
         self, configuration: Configuration, shared: bool, devices: Iterable[Device]
@@ -80,6 +81,8 @@ class InstancePublisher:
         wanted, problems = wanted_instances(configuration, self._node, shared, devices)
         for problem in problems:
             self._warn_once(f"Configuration {configuration.metadata.name}: {problem}")
+        # before the Instances list this node, so its plugins never serve a device without
+        self._devices.report(self, {name: want.device for name, want in wanted.items()})
         namespace = configuration.metadata.namespace or "default"
         todo = plan(configuration, self._node, shared, wanted, self._instances(configuration))
         await self._create_all(configuration, todo.create, wanted)
@@ -88,7 +91,6 @@ class InstancePublisher:
         expired = self._grace.expired(todo.missing, self._clock())
         for name in todo.leave + expired:
             await self._leave(namespace, name)
-        self.devices = {name: want.device for name, want in wanted.items()}
         await self._offline.update(
             namespace, self._grace.missing - set(expired), wanted, self._instances(configuration)
         )
@@ -98,11 +100,11 @@ class InstancePublisher:
     async def leave_all(self, configuration: Configuration) -> None:
         """The Configuration is gone: leave its live Instances (the collector deletes them too;
         guarded writes never bring one back, and a 404 just means it was faster)."""
+        self._devices.report(self, {})
         namespace = configuration.metadata.namespace or "default"
         for instance in self._instances(configuration):
             if belongs(instance, configuration) and self._node in instance.spec.nodes:
                 await self._leave(namespace, instance.metadata.name or "")
-        self.devices = {}
         self._count(configuration)
 
     def _instances(self, configuration: Configuration) -> list[Instance]:

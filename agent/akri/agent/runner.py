@@ -26,6 +26,7 @@ from akri.agent.conditions import (
     explained,
     write_refusal,
 )
+from akri.agent.devices import DeviceStore
 from akri.agent.discovery.kube_properties import Reader, resolve_properties
 from akri.agent.discovery.model import Device, InvalidProperties, Status
 from akri.agent.discovery.registry import HandlerRegistry
@@ -55,6 +56,8 @@ class RunnerEnv:
     node: str
     registry: HandlerRegistry
     cache: InstanceCache
+    devices: DeviceStore
+    """Where discovered devices' mounts and device nodes go for the plugins."""
     reporter: Callable[[], StatusReporter]
     read_properties: Reader
     offline_grace: float
@@ -70,7 +73,9 @@ class ConfigurationRunner:
         self._env = env
         loop = asyncio.get_running_loop()
         self._clock = loop.time
-        self.publisher = InstancePublisher(env.cache, env.node, env.offline_grace, self._clock)
+        self.publisher = InstancePublisher(
+            env.cache, env.node, env.offline_grace, self._clock, env.devices
+        )
         self._reporter = env.reporter()
         self._warn_once = OnceLog(log)
         self._wake = asyncio.Event()

@@ -10,7 +10,14 @@ import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, FilePath
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    FilePath,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from akri.agent.discovery.registration import DEFAULT_DIRECTORY
@@ -95,6 +102,10 @@ class AgentSettings(BaseSettings):
     """How often held slots are compared with the kubelet's PodResources."""
     allocate_timeout: PositiveDuration = 5.0
     """Longest an Allocate call may take before the kubelet gets an error."""
+    rediscovery_wait: Duration | None = None
+    """How long an Allocate (or DRA prepare) waits for discovery to report a device whose
+    mounts and device nodes it does not know yet (just after the agent started) before it
+    refuses it; shorter than allocate_timeout, three fifths of it (3s) when unset."""
     akri_mode: Mode = Mode.DEVICE_PLUGIN
     """`device-plugin`, `dra` or `auto` (DRA when the API serves resource.k8s.io/v1 and the
     kubelet's plugins_registry directory exists)."""
@@ -110,6 +121,24 @@ class AgentSettings(BaseSettings):
     """DEBUG, INFO, WARNING or ERROR."""
     log_format: Literal["json", "text"] = "json"
     """json (one object per line, with the node name) or text."""
+
+    @field_validator("rediscovery_wait")
+    @classmethod
+    def _within_allocate(cls, wait: float | None, info: ValidationInfo) -> float | None:
+        allocate = info.data.get("allocate_timeout")
+        if wait is not None and allocate is not None and wait >= allocate:
+            raise ValueError(
+                f"{wait:g}s is not shorter than ALLOCATE_TIMEOUT ({allocate:g}s), which bounds "
+                "the whole Allocate"
+            )
+        return wait
+
+    @property
+    def device_wait(self) -> float:
+        """The rediscovery wait in effect."""
+        if self.rediscovery_wait is None:
+            return self.allocate_timeout * 3 / 5
+        return self.rediscovery_wait
 
     @property
     def debug_echo_enabled(self) -> bool:

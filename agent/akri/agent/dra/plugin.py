@@ -4,6 +4,8 @@ Prepare reads the claim from the API (the kubelet sends only its name and uid), 
 akri.sh devices to Instances, writes the claim's CDI spec into the CDI directory and records
 the answer in the checkpoint before answering; a claim in the checkpoint is answered from it
 without the API, so the kubelet may ask again at any time (after its own restart, or ours).
+A device whose mounts and device nodes discovery has not reported yet (just after an agent
+restart) is waited for, briefly, then refused: no container starts without them.
 Unprepare deletes the spec file and the record; an unknown claim is already unprepared.
 Failures are per claim, in the answer's `error`, as the API asks: one bad claim does not fail
 the others of the call.
@@ -24,6 +26,7 @@ import grpc
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from akri.agent.devices import DeviceStore, NotDiscovered
 from akri.agent.dra import cdi, checkpoint
 from akri.agent.dra.claims import (
     ClaimError,
@@ -33,9 +36,10 @@ from akri.agent.dra.claims import (
     allocated_requests,
     device_index,
 )
+from akri.agent.extras import Extras
 from akri.agent.instances import InstanceCache
 from akri.agent.plugins.desired import ConfigurationLookup
-from akri.agent.plugins.response import DeviceExtras, allocate_response
+from akri.agent.plugins.response import allocate_response
 from akri.api import Instance
 from akri.dra.devices import allocation_results
 from akri.kube.calls import call, error_message
@@ -60,7 +64,9 @@ class PluginEnv:
     api_client: client.ApiClient
     cache: InstanceCache
     configurations: ConfigurationLookup
-    device_extras: DeviceExtras
+    devices: DeviceStore
+    rediscovery_wait: float
+    """Seconds a prepare waits for discovery to report a device it does not know yet."""
     node: str
     state_dir: Path
     """Where the checkpoint lives (`<kubelet plugins dir>/akri.sh`)."""
@@ -128,12 +134,17 @@ class DraPlugin(DRAPluginServicer, DRAResourceHealthServicer):
                 )
                 held = {str(result["device"]) for result in allocation_results(stored)}
                 index = self.index(held)
-                record = self._record(claim, allocated_requests(stored, claim.uid, index))
+                requests = allocated_requests(stored, claim.uid, index)
+                extras = await self.env.devices.wait(
+                    {i.metadata.name or "" for r in requests.values() for i in r.instances},
+                    self.env.rediscovery_wait,
+                )
+                record = self._record(claim, requests, extras)
             async with self._lock:
                 record = self._prepared.get(claim.uid, record)
                 await asyncio.to_thread(self._write, claim.uid, record)
             self.env.prepared_changed()
-        except ClaimError as error:
+        except (ClaimError, NotDiscovered) as error:
             return self._failed(name, str(error))
         except ApiException as error:
             return self._failed(name, f"reading the claim failed: {error_message(error)}")
@@ -148,12 +159,14 @@ class DraPlugin(DRAPluginServicer, DRAResourceHealthServicer):
         log.warning("ResourceClaim %s not prepared: %s", claim, message)
         return dra.NodePrepareResourceResponse(error=message)
 
-    def _record(self, claim: dra.Claim, requests: Mapping[str, Request]) -> JSON:
+    def _record(
+        self, claim: dra.Claim, requests: Mapping[str, Request], extras: Mapping[str, Extras]
+    ) -> JSON:
         """The answer and the CDI spec for a claim's requests."""
         answers = {}
         devices: list[JSON] = []
         for request_name, request in requests.items():
-            answers[request_name] = self._container_answer(request.instances)
+            answers[request_name] = self._container_answer(request.instances, extras)
             for position, result in enumerate(request.results):
                 device: JSON = {
                     "request_names": [request_name],
@@ -174,7 +187,9 @@ class DraPlugin(DRAPluginServicer, DRAResourceHealthServicer):
             "spec": cdi.claim_spec(claim.uid, answers),
         }
 
-    def _container_answer(self, instances: list[Instance]) -> ContainerAllocateResponse:
+    def _container_answer(
+        self, instances: list[Instance], extras: Mapping[str, Extras]
+    ) -> ContainerAllocateResponse:
         """What Allocate would give one container granted `instances`."""
         configuration_properties: dict[str, str] = {}
         for instance in instances:
@@ -187,7 +202,7 @@ class DraPlugin(DRAPluginServicer, DRAResourceHealthServicer):
             [[instance.metadata.name or "" for instance in instances]],
             {i.metadata.name or "": i.spec.broker_properties for i in instances},
             configuration_properties,
-            self.env.device_extras,
+            extras,
         )
         for problem in sorted(dropped, key=str):
             self._warn_once(str(problem))

@@ -11,6 +11,5 @@ from akri.agent.plugins.allocations import Allocations
 from akri.agent.plugins.desired import ConfigurationLookup
 from akri.agent.plugins.manager import PluginManager
 from akri.agent.plugins.reclaim import Reclaimer
-from akri.agent.plugins.response import DeviceExtras
 
-__all__ = ["Allocations", "ConfigurationLookup", "DeviceExtras", "PluginManager", "Reclaimer"]
+__all__ = ["Allocations", "ConfigurationLookup", "PluginManager", "Reclaimer"]

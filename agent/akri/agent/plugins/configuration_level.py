@@ -51,7 +51,9 @@ class ConfigurationPlugin(PluginServicer):
 
     async def allocate(self, containers: Sequence[Sequence[str]]) -> AllocateResponse:
         """Bind the requested virtual devices, decided and written with the node's other
-        Allocates waiting at the time; refused, this request keeps nothing."""
+        Allocates waiting at the time; refused, this request keeps nothing. The devices are
+        known only once bound: one not discovered (yet) fails the call after its slot was
+        written, and the reclaimer frees that slot as no container uses it."""
         namespace, configuration, node = self.spec.namespace, self.spec.name, self.env.node
 
         def reads() -> list[Key]:
@@ -78,4 +80,5 @@ class ConfigurationPlugin(PluginServicer):
             slots.Holding(self.spec.resource, device) for ids in containers for device in ids
         )
         grant = await self.env.commits.submit(Request(reads, decide, holdings))
-        return self.respond(grant.containers, self._instances(), configuration)
+        extras = await self.extras({name for names in grant.containers for name in names})
+        return self.respond(grant.containers, self._instances(), configuration, extras)

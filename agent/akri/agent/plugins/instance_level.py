@@ -57,7 +57,9 @@ class InstancePlugin(PluginServicer):
 
     async def allocate(self, containers: Sequence[Sequence[str]]) -> AllocateResponse:
         """Claim exactly the requested slots, decided and written with the node's other
-        Allocates waiting at the time (one guarded write of this Instance for all of them)."""
+        Allocates waiting at the time (one guarded write of this Instance for all of them).
+        A device not discovered (yet) is refused before any slot is taken."""
+        extras = await self.extras([self.spec.name])
         requested = [slot for ids in containers for slot in ids]
         node, namespace, name = self.env.node, self.spec.namespace, self.spec.name
         key = (namespace, name)
@@ -81,4 +83,4 @@ class InstancePlugin(PluginServicer):
         found = self.env.cache.get(namespace, name)
         instances = {} if found is None else {name: found}
         configuration = found.spec.configuration_name if found is not None else ""
-        return self.respond(grant.containers, instances, configuration)
+        return self.respond(grant.containers, instances, configuration, extras)

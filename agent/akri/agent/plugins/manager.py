@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from akri import slots
+from akri.agent.devices import DeviceStore
 from akri.agent.instances import InstanceCache, Subscription
 from akri.agent.plugins.allocations import Allocations
 from akri.agent.plugins.configuration_level import ConfigurationPlugin
@@ -38,7 +39,6 @@ from akri.agent.plugins.plugin import (
 )
 from akri.agent.plugins.problems import PluginProblems
 from akri.agent.plugins.registration import KubeletRegistration
-from akri.agent.plugins.response import DeviceExtras, no_extras
 from akri.agent.plugins.servicer import PluginEnv, PluginServicer
 from akri.agent.plugins.trim import AfterBurst, malloc_trim
 from akri.api import Instance
@@ -52,6 +52,7 @@ from akri.tasks import finish
 log = logging.getLogger(__name__)
 
 ALLOCATE_TIMEOUT_S = 5.0
+REDISCOVERY_WAIT_S = 3.0
 
 _SERVICERS: Mapping[Level, type[PluginServicer]] = {
     Level.INSTANCE: InstancePlugin,
@@ -69,10 +70,11 @@ class PluginManager:
         configurations: ConfigurationLookup,
         node: str,
         *,
+        devices: DeviceStore,
         allocations: Allocations,
         device_plugins_dir: Path = Path(DEVICE_PLUGIN_PATH),
         allocate_timeout: float = ALLOCATE_TIMEOUT_S,
-        device_extras: DeviceExtras = no_extras,
+        rediscovery_wait: float = REDISCOVERY_WAIT_S,
         watch_interval: float = WATCH_INTERVAL_S,
         register_backoff: Callable[[], Backoff] = register_backoff,
         problems: PluginProblems | None = None,
@@ -90,7 +92,8 @@ class PluginManager:
             node=node,
             commits=GroupCommit(cache, node, allocations, allocate_timeout),
             allocate_timeout=allocate_timeout,
-            device_extras=device_extras,
+            devices=devices,
+            rediscovery_wait=rediscovery_wait,
             warn_once=self._warn_once,
         )
         self._watch = KubeletWatch(device_plugins_dir / KUBELET_SOCKET_NAME, watch_interval)

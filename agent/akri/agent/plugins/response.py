@@ -11,9 +11,10 @@ so they win. Names that are not env names and oversized values are dropped, not 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from akri.agent.extras import Extras
 from akri.naming import is_env_name, property_env_name
 from akri.proto.deviceplugin.v1beta1.api_pb2 import (
     AllocateResponse,
@@ -28,14 +29,6 @@ MAX_ENV_VALUE_BYTES = 32 * 1024
 
 CONFIGURATION = ""
 """`Dropped.owner` of a Configuration brokerProperty."""
-
-Extras = tuple[Sequence[Mount], Sequence[DeviceSpec]]
-DeviceExtras = Callable[[str], Extras]
-"""Mounts and device nodes of an Instance, by name; discovery keeps them in memory."""
-
-
-def no_extras(instance: str) -> Extras:
-    return (), ()
 
 
 @dataclass(frozen=True)
@@ -94,13 +87,13 @@ def _container_response(
     instances: Sequence[str],
     properties: Mapping[str, Mapping[str, str]],
     configuration_properties: Mapping[str, str],
-    extras: DeviceExtras,
+    extras: Mapping[str, Extras],
     dropped: set[Dropped],
 ) -> ContainerAllocateResponse:
     mounts: dict[str, Mount] = {}
     devices: dict[str, DeviceSpec] = {}
     for instance in dict.fromkeys(instances):
-        instance_mounts, instance_devices = extras(instance)
+        instance_mounts, instance_devices = extras[instance]
         for mount in instance_mounts:  # one path holds one thing: the first device's wins
             mounts.setdefault(mount.container_path, mount)
         for device in instance_devices:
@@ -116,11 +109,12 @@ def allocate_response(
     containers: Sequence[Sequence[str]],
     properties: Mapping[str, Mapping[str, str]],
     configuration_properties: Mapping[str, str],
-    extras: DeviceExtras = no_extras,
+    extras: Mapping[str, Extras],
 ) -> tuple[AllocateResponse, set[Dropped]]:
     """One response per container request, in order; `containers` names each one's Instances.
 
-    `properties` maps an Instance name to its brokerProperties.
+    `properties` maps an Instance name to its brokerProperties, `extras` to its mounts and
+    device nodes (`DeviceStore.wait`): every granted Instance must be in it.
     """
     dropped: set[Dropped] = set()
     response = AllocateResponse(

@@ -11,7 +11,9 @@ slot taken elsewhere must reach the kubelet before it admits a pod onto that slo
 
 Allocate runs under a deadline because the kubelet sets none and a hung Allocate blocks every
 pod admission on the node; every failure becomes a gRPC error whose message says what went
-wrong, which the kubelet puts into the pod's status.
+wrong, which the kubelet puts into the pod's status. A device whose mounts and device nodes
+discovery has not reported yet (just after an agent restart) is waited for, briefly, then
+refused (`DeviceStore`): a container never starts without them.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import functools
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,10 +32,12 @@ import grpc
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri.agent import metrics
+from akri.agent.devices import DeviceStore, NotDiscovered
+from akri.agent.extras import Extras
 from akri.agent.instances import InstanceCache, Topic
 from akri.agent.plugins.desired import ConfigurationLookup, PluginSpec
 from akri.agent.plugins.group_commit import GroupCommit
-from akri.agent.plugins.response import DeviceExtras, allocate_response
+from akri.agent.plugins.response import allocate_response
 from akri.agent.plugins.server import OPTIONS
 from akri.api import Instance
 from akri.kube.guarded import UpdateConflict
@@ -71,7 +75,9 @@ class PluginEnv:
     node: str
     commits: GroupCommit
     allocate_timeout: float
-    device_extras: DeviceExtras
+    devices: DeviceStore
+    rediscovery_wait: float
+    """Seconds an Allocate waits for discovery to report a device it does not know yet."""
     warn_once: OnceLog
 
 
@@ -166,6 +172,8 @@ class PluginServicer(DevicePluginServicer, abc.ABC):
                 response = await self.allocate(containers)
         except AllocationError as error:
             code, message, result = grpc.StatusCode.FAILED_PRECONDITION, str(error), "refused"
+        except NotDiscovered as error:
+            code, message, result = grpc.StatusCode.UNAVAILABLE, str(error), "refused"
         except TimeoutError:
             code, result = grpc.StatusCode.DEADLINE_EXCEEDED, "timeout"
             message = (
@@ -191,11 +199,17 @@ class PluginServicer(DevicePluginServicer, abc.ABC):
             await context.abort(code, message)
         return response
 
+    async def extras(self, instances: Collection[str]) -> dict[str, Extras]:
+        """The mounts and device nodes of `instances`; raises NotDiscovered when discovery does
+        not report one of them in time."""
+        return await self.env.devices.wait(instances, self.env.rediscovery_wait)
+
     def respond(
         self,
         containers: Sequence[Sequence[str]],
         instances: Mapping[str, Instance],
         configuration: str,
+        extras: Mapping[str, Extras],
     ) -> AllocateResponse:
         """The response for containers granted slots of the named `instances`."""
         found = self.env.configurations(self.spec.namespace, configuration)
@@ -203,7 +217,7 @@ class PluginServicer(DevicePluginServicer, abc.ABC):
             containers,
             {name: instance.spec.broker_properties for name, instance in instances.items()},
             found.spec.broker_properties if found is not None else {},
-            self.env.device_extras,
+            extras,
         )
         for problem in sorted(dropped, key=str):
             self.env.warn_once(str(problem))

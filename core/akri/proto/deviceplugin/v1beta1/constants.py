@@ -15,5 +15,4 @@ UNHEALTHY: Final = "Unhealthy"
 DEVICE_PLUGIN_PATH: Final = "/var/lib/kubelet/device-plugins/"
 """Where plugins put their sockets; the kubelet joins `RegisterRequest.endpoint` to it."""
 KUBELET_SOCKET_NAME: Final = "kubelet.sock"
-KUBELET_SOCKET: Final = DEVICE_PLUGIN_PATH + KUBELET_SOCKET_NAME
-"""The kubelet's Registration server."""
+"""The kubelet's Registration server, in DEVICE_PLUGIN_PATH."""
