@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import AsyncGenerator, Mapping
 from pathlib import Path
 
+import pytest
 from kubernetes_asyncio import client
 
 from akri.agent.discovery.model import Device, DeviceSpec, Mount
@@ -23,6 +24,9 @@ from tests.discovery.conftest import fast_backoff
 from tests.support import eventually
 
 NODE = "node-h"
+
+# An attack on the node: made against the emulator even when a real cluster is given.
+pytestmark = pytest.mark.node_side
 
 
 class Greedy:
