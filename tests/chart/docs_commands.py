@@ -31,7 +31,9 @@ def _section(text: str, heading: str) -> str:
 
 def commands() -> list[list[str]]:
     """Every command line of the documented ```sh blocks (comments, `export` and `make` left out:
-    the tests set KUBECONFIG themselves and are what `make` runs)."""
+    the tests set KUBECONFIG themselves and are what `make` runs). A block that needs the shell
+    (variables, jobs) is fenced ```bash and tested where it is explained: the metrics one by
+    tests/sim/test_pod_access.py."""
     found = []
     for path, heading, count in SOURCES:
         for block in _BLOCK.findall(_section(path.read_text(), heading))[:count]:

@@ -20,6 +20,7 @@ from kubernetes_asyncio import client
 
 from akri.agent.discovery.convert import response_to_proto
 from akri.agent.discovery.merge import merge
+from akri.agent.discovery.host_paths import admitted
 from akri.agent.discovery.model import Device, DeviceSpec, Mount
 from akri.agent.reconcile import MAX_PROPERTY_VALUE_BYTES, wanted_instances
 from akri.api import Configuration
@@ -91,10 +92,12 @@ async def test_any_device_list_becomes_exactly_its_instances(
     fed: Fed, listed: list[Device]
 ) -> None:
     """A list too large for a gRPC message fails the stream: the handler is reported, and its
-    devices leave as when it stops."""
+    devices leave as when it stops. A device asking for a host path the agent refuses is left
+    out."""
     fits = response_to_proto(listed).ByteSize() <= MAX_MESSAGE_BYTES
     event("fits one message" if fits else "too large for one message")
-    wanted, _ = wanted_instances(fed.configuration, NODE, True, merge([listed]) if fits else [])
+    kept, _ = admitted(listed, ())  # host paths: device nodes under /dev, no mount allowed
+    wanted, _ = wanted_instances(fed.configuration, NODE, True, merge([kept]) if fits else [])
     fed.handler.feed.put_nowait(listed)
 
     async def published() -> bool:

@@ -50,7 +50,9 @@ async def test_mdns_example_finds_printers_only() -> None:
 
 def test_udev_example_details_parse() -> None:
     """Live under umockdev in test_udev_system; this check runs everywhere."""
-    assert [r.text for r in udev_details(details("udev.yaml")).rules] == ['KERNEL=="video[0-9]*"']
+    assert [r.text for r in udev_details(details("udev.yaml")).rules] == [
+        'SUBSYSTEM=="video4linux", KERNEL=="video[0-9]*"'
+    ]
 
 
 def test_opcua_example_details_parse() -> None:

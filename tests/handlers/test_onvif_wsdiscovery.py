@@ -90,8 +90,11 @@ def test_other_discovery_messages_are_ignored_quietly(caplog: pytest.LogCaptureF
         (envelope("", "<d:Hello><d:XAddrs>http://x</d:XAddrs></d:Hello>"), "without"),
         (envelope("", f"<d:Hello>{endpoint('urn:uuid:')}</d:Hello>"), "without"),
         (b'<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><x>&e;</x>', "DTD"),
-        (b'<?xml version="1.0"?>\n<!doctype x><x/>', "DTD"),
-        (b'<!ENTITY a "aaaa">', "DTD"),
+        (b'<?xml version="1.0"?>\n<!DOCTYPE x><x/>', "DTD"),
+        # Not XML (names are case-sensitive; a declaration outside a DTD): the parser refuses
+        # them before any DTD is seen.
+        (b'<?xml version="1.0"?>\n<!doctype x><x/>', "not well-formed"),
+        (b'<!ENTITY a "aaaa">', "not well-formed"),
     ],
 )
 def test_malformed_and_hostile_messages_are_ignored_with_a_warning(

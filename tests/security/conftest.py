@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client
 
+from akri.api import crd_definitions
 from akri.sim.apiserver import ApiServer
 from tests.conformance.support import FOREIGN_KUBECONFIG, Cluster, new_client
 from tests.security.support import Secured, secured_cluster
@@ -22,9 +23,14 @@ from tests.security.support import Secured, secured_cluster
 
 @pytest.fixture
 async def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Cluster]:
-    """The cluster an attack is made on: the foreign one when given, except for attacks on a
-    node (marked `node_side`), which need no real API server and must leave nothing there."""
-    if FOREIGN_KUBECONFIG and request.node.get_closest_marker("node_side") is None:
+    """The cluster an attack is made on: the foreign one when given, else the emulator with
+    RBAC on. Attacks on a node (marked `node_side`) need no real API server and must leave
+    nothing on one: they get the emulator the agent tests use (the CRDs served, no RBAC)."""
+    if request.node.get_closest_marker("node_side") is not None:
+        async with ApiServer() as server:
+            await server.apply_definitions(crd_definitions())
+            yield Cluster(server.write_kubeconfig(tmp_path / "kubeconfig"), server)
+    elif FOREIGN_KUBECONFIG:
         yield Cluster(Path(FOREIGN_KUBECONFIG), None)
     else:
         async with ApiServer(authorization=True) as server:

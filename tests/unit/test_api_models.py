@@ -203,6 +203,7 @@ def test_condition_types_are_the_names_the_components_share() -> None:
         "PluginUnavailable",
         "WriteRefused",
         "ControllerWriteRefused",
+        "RefusedHostPath",
     }
     assert ConfigurationStatus().conditions == []
 
