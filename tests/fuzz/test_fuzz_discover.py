@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from kubernetes_asyncio import client
 
 from akri.agent.discovery.convert import response_to_proto
-from akri.agent.discovery.merge import merge
 from akri.agent.discovery.host_paths import admitted
+from akri.agent.discovery.merge import merge
 from akri.agent.discovery.model import Device, DeviceSpec, Mount
 from akri.agent.reconcile import MAX_PROPERTY_VALUE_BYTES, wanted_instances
 from akri.api import Configuration
