@@ -11,10 +11,10 @@ import asyncio
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from importlib.metadata import version
 from pathlib import Path
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from akri.api import crd_files
 from akri.durations import OFFLINE_GRACE_S, parse_duration
@@ -236,11 +236,8 @@ def _add_sim(subparsers: Subparsers) -> None:
 
 def _run_cleanup(args: argparse.Namespace) -> int:
     # Imported here: the API client is not needed by the other commands.
-    from kubernetes_asyncio.client.exceptions import ApiException
-
     from akri.controller.uninstall import Cleanup
     from akri.kube import connect
-    from akri.kube.calls import error_message
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", force=True)
 
@@ -253,12 +250,27 @@ def _run_cleanup(args: argparse.Namespace) -> int:
         )
         return 0
 
+    return _run_api_command("cleanup", run, (OSError, RuntimeError))
+
+
+def _run_api_command(
+    name: str,
+    run: Callable[[], Coroutine[Any, Any, int]],
+    expected: tuple[type[Exception], ...],
+) -> int:
+    """Run a command that talks to the API server: its exit code, or 1 with one line on
+    stderr for a refusal (in the API's words) or one of the `expected` errors."""
+    # Imported here: the API client is not needed by the other commands.
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    from akri.kube.calls import error_message
+
     try:
         return asyncio.run(run())
     except ApiException as error:
-        print(f"akri cleanup: {error_message(error)}", file=sys.stderr)
-    except (OSError, RuntimeError) as error:
-        print(f"akri cleanup: {error}", file=sys.stderr)
+        print(f"akri {name}: {error_message(error)}", file=sys.stderr)
+    except expected as error:
+        print(f"akri {name}: {error}", file=sys.stderr)
     return 1
 
 
@@ -292,11 +304,9 @@ def _add_cleanup(subparsers: Subparsers) -> None:
 def _run_apply(args: argparse.Namespace) -> int:
     # Imported here: the API client is not needed by the other commands.
     import yaml
-    from kubernetes_asyncio.client.exceptions import ApiException
 
     from akri.controller.apply import apply
     from akri.kube import connect
-    from akri.kube.calls import error_message
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", force=True)
 
@@ -307,13 +317,7 @@ def _run_apply(args: argparse.Namespace) -> int:
         print(f"akri apply: {', '.join(applied) or 'nothing'} applied")
         return 0
 
-    try:
-        return asyncio.run(run())
-    except ApiException as error:
-        print(f"akri apply: {error_message(error)}", file=sys.stderr)
-    except (OSError, RuntimeError, ValueError) as error:
-        print(f"akri apply: {error}", file=sys.stderr)
-    return 1
+    return _run_api_command("apply", run, (OSError, RuntimeError, ValueError))
 
 
 def _add_apply(subparsers: Subparsers) -> None:
