@@ -163,7 +163,9 @@ async def test_field_selector_on_pods(core: client.CoreV1Api, namespace: str) ->
     async with watch.Watch() as stream:
         events = stream.stream(
             core.list_pod_for_all_namespaces,
-            field_selector="spec.nodeName=node-a",
+            # the namespace term keeps out other tests' pods on node-a (a real cluster's
+            # namespace controller is still deleting them)
+            field_selector=f"spec.nodeName=node-a,metadata.namespace={namespace}",
             resource_version=since,
         )
         for name, node in [("elsewhere", "node-b"), ("here", "node-a")]:

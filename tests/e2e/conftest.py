@@ -38,6 +38,8 @@ HERE = Path(__file__).parent
 CLEANUP_DEADLINE_S = 90.0
 CRD_DEADLINE_S = 60.0
 MERGE_PATCH: dict[str, Any] = {"_content_type": "application/merge-patch+json"}
+TOKEN_HOLDER = {"akri-e2e/holds": "token"}
+"""The labels of a pod a program's token is bound to: deleting the pod revokes the token."""
 _not_run: list[pytest.Item] = []
 
 
@@ -208,9 +210,11 @@ class Akri:
 
 def _ours(pod: client.V1Pod) -> bool:
     """A pod the test or the controller made (a broker), not one of a chart's workloads (their
-    controllers would only make it again; they go with the namespace)."""
+    controllers would only make it again) nor a token holder (the programs still need their
+    tokens to clean up): those go with the namespace."""
     owners = pod.metadata.owner_references or []
-    return all(o.api_version.startswith(f"{naming.GROUP}/") for o in owners)
+    holds_a_token = (pod.metadata.labels or {}).items() >= TOKEN_HOLDER.items()
+    return not holds_a_token and all(o.api_version.startswith(f"{naming.GROUP}/") for o in owners)
 
 
 @pytest.fixture

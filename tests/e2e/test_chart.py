@@ -25,7 +25,7 @@ from akri.dra.mode import Mode
 from akri.sim.helm import HelmSession
 from tests.chart.helm_render import CHART, render
 from tests.e2e import programs
-from tests.e2e.conftest import Akri
+from tests.e2e.conftest import TOKEN_HOLDER, Akri
 from tests.e2e.kube import HOSTNAME
 from tests.support import eventually
 
@@ -81,7 +81,7 @@ async def token_kubeconfig(akri: Akri, account: str, path: Path, node: str = "")
     body: Any = {"spec": {"expirationSeconds": 3600}}  # a dict: the client sends it as is
     if node:
         stand_in: Any = {
-            "metadata": {"name": f"{account}-{node}"},
+            "metadata": {"name": f"{account}-{node}", "labels": TOKEN_HOLDER},
             "spec": {
                 "nodeName": node,
                 "serviceAccountName": account,
