@@ -261,8 +261,9 @@ async def secured_cluster(
 
 
 async def _in_force(secured: Secured) -> None:
-    """Wait until the API server enforces what was just created (a real one loads policies
-    and webhooks asynchronously): a privileged broker and a bad udev rule are refused."""
+    """Wait until the API server enforces what was just created (a real one loads each policy
+    and webhook asynchronously): a privileged broker, a bad udev rule and an Instance written
+    by an agent whose token names no node are refused."""
     privileged = configuration("probe", brokerSpec=broker(container={
         "securityContext": {"privileged": True}}))  # fmt: skip
     disk = configuration("probe")
@@ -270,18 +271,32 @@ async def _in_force(secured: Secured) -> None:
         "name": "udev",
         "discoveryDetails": 'udevRules: [KERNEL=="sda"]',
     }
+    instance = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Instance",
+        "metadata": {"name": "probe"},
+        "spec": {"configurationName": "probe", "nodes": [], "deviceUsage": {}},
+    }
+    admin = secured.custom
 
-    async def refused() -> bool:
-        for probe in (privileged, disk):
+    async def dry_run_create(api: client.CustomObjectsApi, plural: str, body: Any) -> Any:
+        return await api.create_namespaced_custom_object(
+            GROUP, VERSION, secured.namespace, plural, body, dry_run="All"
+        )
 
-            async def create(body: dict[str, Any] = probe) -> Any:
-                return await secured.custom.create_namespaced_custom_object(
-                    GROUP, VERSION, secured.namespace, "configurations", body, dry_run="All"
-                )
+    async with await secured.client_for(await secured.account_token(RELEASE, AGENT)) as unbound:
+        agent = client.CustomObjectsApi(unbound)
+        probes = [
+            (admin, "configurations", privileged),
+            (admin, "configurations", disk),
+            (agent, "instances", instance),
+        ]
 
-            status, _ = await refusal(create)
-            if status == 200:
-                return False
-        return True
+        async def refused() -> bool:
+            for api, plural, body in probes:
+                status, _ = await refusal(functools.partial(dry_run_create, api, plural, body))
+                if status == 200:
+                    return False
+            return True
 
-    await eventually(refused, "the chart's admission rules to be in force")
+        await eventually(refused, "the chart's admission rules to be in force")
