@@ -44,6 +44,18 @@ def free_tcp_port() -> int:
         return port
 
 
+def lan_address() -> str | None:
+    """An IPv4 address of this machine besides loopback, where a peer plays a host on the LAN
+    (None when the machine has none)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # sends nothing: only picks the route's address
+        except OSError:
+            return None
+        address: str = probe.getsockname()[0]
+    return None if address.startswith("127.") else address
+
+
 def url_of(port: int) -> str:
     return f"opc.tcp://127.0.0.1:{port}/"
 

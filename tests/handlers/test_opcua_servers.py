@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
 
 from akri.discovery_handlers.opcua.servers import (
@@ -15,6 +17,7 @@ from akri.discovery_handlers.opcua.servers import (
     clean,
     details_of,
     devices,
+    follow_refused,
     preferred_url,
     with_host,
 )
@@ -101,3 +104,44 @@ def test_devices_keep_servers_only_deduplicated_with_a_stable_id() -> None:
         "OPCUA_APPLICATION_NAME": "x",
         "OPCUA_APPLICATION_URI": "urn:x",
     }
+
+
+def addresses(*texts: str) -> frozenset[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    return frozenset(ipaddress.ip_address(text) for text in texts)
+
+
+@pytest.mark.parametrize(
+    ("named", "answerer", "refused"),
+    [
+        # a LAN host may name any LAN host, and itself whatever its address
+        (["10.0.0.9"], ["10.0.0.5"], False),
+        (["169.254.3.4"], ["169.254.3.4"], False),
+        (["fe80::1", "10.0.0.5"], ["10.0.0.5", "fe80::1"], False),
+        # the node itself (a loopback answer) may name its own and its link's addresses
+        (["127.0.0.2"], ["127.0.0.1"], False),
+        (["169.254.169.254"], ["127.0.0.1", "::1"], False),
+        # another host may not name the node's or its link's services, nor no single host
+        (["127.0.0.1"], ["10.0.0.5"], True),
+        (["::1"], ["fd00::5"], True),
+        (["169.254.169.254"], ["10.0.0.5"], True),
+        (["169.254.169.254"], ["169.254.3.4"], True),
+        (["fe80::1"], ["10.0.0.5"], True),
+        (["224.0.0.1"], ["10.0.0.5"], True),
+        (["10.0.0.9", "127.0.0.1"], ["10.0.0.5"], True),  # a name resolving to both
+        (["127.0.0.1"], ["127.0.0.1", "10.0.0.5"], False),  # named itself
+        (["127.0.0.2"], ["127.0.0.1", "10.0.0.5"], True),  # not only the node answered
+        (["127.0.0.1"], [], True),  # an answerer whose name no longer resolves
+    ],
+)
+def test_an_answer_may_name_local_addresses_only_from_the_node_or_of_itself(
+    named: list[str], answerer: list[str], refused: bool
+) -> None:
+    url = "opc.tcp://plc:4840/"
+    reason = follow_refused(url, addresses(*named), addresses(*answerer), details_of(""))
+    assert (reason is not None) == refused
+    if refused:
+        assert reason is not None
+        assert "a loopback or link-local address" in reason
+        assert "allowLocalAddresses" in reason
+    allowed = details_of("allowLocalAddresses: true")
+    assert follow_refused(url, addresses(*named), addresses(*answerer), allowed) is None

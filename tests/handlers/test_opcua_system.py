@@ -4,6 +4,7 @@ answers bounded instead of crashing the handler."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 
@@ -17,6 +18,7 @@ from tests.handlers.opcua_peers import (
     answer_with,
     description,
     free_tcp_port,
+    lan_address,
     opcua_server,
     url_of,
 )
@@ -118,6 +120,42 @@ async def test_unresolvable_or_unspecified_hosts_become_the_answering_address() 
         f"opc.tcp://127.0.0.1:{port}/b",
         f"opc.tcp://127.0.0.1:{port}/c",
     ]
+
+
+async def test_a_lan_host_cannot_steer_the_handler_to_the_nodes_own_services() -> None:
+    """A discovery server on the LAN names a discovery server on the node's loopback, a node
+    service and the cloud metadata address: none is asked or reported, unless
+    allowLocalAddresses. What it says of itself is kept."""
+    lan = lan_address()
+    if lan is None:
+        pytest.skip("this machine has no IPv4 address besides loopback to play a LAN host")
+    connections = 0
+
+    async def record(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        writer.close()
+
+    listener = await asyncio.start_server(record, "127.0.0.2", 0)
+    inner = f"opc.tcp://127.0.0.2:{listener.sockets[0].getsockname()[1]}/"
+    async with listener, opcua_server("gateway", endpoint_host=lan) as gateway:
+        answer_with(
+            gateway,
+            [
+                description("urn:i", "inner", [inner], ua.ApplicationType.DiscoveryServer),
+                description("urn:n", "node service", ["opc.tcp://127.0.0.1:10250/"]),
+                description("urn:m", "metadata", ["opc.tcp://169.254.169.254:80/"]),
+                description("urn:g", "gateway itself", [f"opc.tcp://{lan}:4841/"]),
+            ],
+        )
+        async with aclosing(discover(details(gateway.endpoint.geturl()))) as lists:
+            assert names(await next_list(lists)) == ["gateway itself"]
+        assert connections == 0  # the list comes after the round's every hop
+        allowed = details(gateway.endpoint.geturl(), extra="allowLocalAddresses: true")
+        async with aclosing(discover(allowed)) as lists:
+            found = await next_list(lists)
+        assert names(found) == ["gateway itself", "metadata", "node service"]
+        assert connections > 0  # the inner discovery server was asked
 
 
 async def test_hostile_answers_are_bounded_and_cleaned() -> None:

@@ -22,6 +22,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from akri.agent.discovery.model import Device
+from akri.discovery_handlers.addresses import Address, is_local
 from akri.discovery_handlers.details import MIN_POLL_INTERVAL_S, parse_details
 from akri.discovery_handlers.filters import FilterList, admits, same_text
 from akri.discovery_handlers.onvif.wsdiscovery import Endpoint
@@ -87,21 +88,15 @@ def _listed(addresses: FilterList[str] | None, host: str) -> bool:
     )
 
 
-def _local(address: ipaddress.IPv4Address | ipaddress.IPv6Address, details: Details) -> bool:
-    """Loopback, link-local, unspecified or multicast: the node itself, its link's services
-    (169.254.169.254 is a cloud's metadata service) or no single host. IPv6 link-local is the
-    camera's own address on the link `ipv6Interface` names, so allowed there."""
+def _local(address: Address, details: Details) -> bool:
+    """A local address (`is_local`); IPv6 link-local is the camera's own address on the link
+    `ipv6Interface` names, so allowed there."""
     if address.is_link_local and address.version == 6 and details.ipv6_interface is not None:
         return False
-    return (
-        address.is_loopback
-        or address.is_link_local
-        or address.is_unspecified
-        or address.is_multicast
-    )
+    return is_local(address)
 
 
-def _unzoned(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+def _unzoned(host: str) -> Address | None:
     try:
         return ipaddress.ip_address(host.partition("%")[0])
     except ValueError:

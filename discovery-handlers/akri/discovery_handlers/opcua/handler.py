@@ -4,29 +4,35 @@ A round asks every discovery URL at once, each after a short TCP check so a dead
 one connect timeout, not a request timeout. A discovery server (LDS) in an answer is asked in
 turn, so servers registered there are found, a bounded number of hops deep. A server's URL
 whose host does not resolve (a name only its own network knows) or is unspecified (0.0.0.0)
-gets the address that answered instead. OPC UA has no announcements a client can follow
-without multicast, so a server that stops answering leaves at the next round.
+gets the address that answered instead; one naming a loopback or link-local address of another
+host than the one that answered is neither asked nor reported (`servers.follow_refused`).
+OPC UA has no announcements a client can follow without multicast, so a server that stops
+answering leaves at the next round.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import socket
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from akri.agent.discovery.model import Device, HandlerUnavailable
+from akri.discovery_handlers.addresses import Address
 from akri.discovery_handlers.opcua.servers import (
     NAME,
     Answer,
     ApplicationType,
     Described,
+    Details,
     Server,
     answer_of,
     details_of,
     devices,
+    follow_refused,
     host_of,
     is_unspecified,
     preferred_url,
@@ -78,10 +84,10 @@ class Finder:
         self._check_timeout = check_timeout
         self._request_timeout = request_timeout
 
-    async def round(self, urls: Iterable[str]) -> Round:
+    async def round(self, details: Details) -> Round:
         found = Round()
         asked: set[str] = set()
-        pending = list(dict.fromkeys(urls))
+        pending = list(dict.fromkeys(details.discovery_urls))
         for _ in range(MAX_HOPS + 1):
             pending = [url for url in pending if url not in asked][: MAX_QUERIES - len(asked)]
             if not pending:
@@ -94,11 +100,18 @@ class Finder:
                 for application in answer.applications
                 if (url := preferred_url(application)) is not None and host_of(url)
             ]
-            resolvable = await self._resolvable({host_of(url) or "" for _, _, url in offered})
+            hosts = {host_of(url) or "" for _, _, url in offered}
+            hosts |= {_host_port(answered)[0] for answered, _, _ in offered}
+            addresses = await self._addresses(hosts)
             pending = []
             for answered, application, url in offered:
-                if (host_of(url) or "") not in resolvable:
+                answerer = addresses.get(_host_port(answered)[0], frozenset())
+                if not addresses.get(host_of(url) or ""):
                     url = with_host(url, _host_port(answered)[0])
+                named = addresses.get(host_of(url) or "", answerer)
+                if refused := follow_refused(url, named, answerer, details):
+                    found.problems.append(f"{answered} answered {refused}")
+                    continue
                 if application.kind is ApplicationType.DISCOVERY_SERVER:
                     pending.append(url)
                 else:
@@ -132,28 +145,29 @@ class Finder:
         await writer.wait_closed()
         return True
 
-    async def _resolvable(self, hosts: set[str]) -> set[str]:
-        """The hosts that resolve within one shared timeout, so a slow name server costs a
-        round RESOLVE_TIMEOUT_S however many names an answer holds. An unspecified address
-        (0.0.0.0, ::), which a server bound to every interface may announce, does not count."""
+    async def _addresses(self, hosts: set[str]) -> dict[str, frozenset[Address]]:
+        """The addresses of each host that resolves within one shared timeout, so a slow name
+        server costs a round RESOLVE_TIMEOUT_S however many names an answer holds. An
+        unspecified address (0.0.0.0, ::), which a server bound to every interface may
+        announce, does not count."""
         loop = asyncio.get_running_loop()
 
-        async def resolves(host: str) -> bool:
+        async def resolve(host: str) -> frozenset[Address]:
             try:
-                await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+                found = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
             except OSError:
-                return False
-            return True
+                return frozenset()
+            return frozenset(ipaddress.ip_address(str(a[4][0]).partition("%")[0]) for a in found)
 
         tasks = {
-            host: asyncio.create_task(resolves(host)) for host in hosts if not is_unspecified(host)
+            host: asyncio.create_task(resolve(host)) for host in hosts if not is_unspecified(host)
         }
         if not tasks:
-            return set()
+            return {}
         done, waiting = await asyncio.wait(tasks.values(), timeout=RESOLVE_TIMEOUT_S)
         for task in waiting:
             task.cancel()
-        return {host for host, task in tasks.items() if task in done and task.result()}
+        return {host: task.result() for host, task in tasks.items() if task in done}
 
 
 class OpcUa:
@@ -185,7 +199,7 @@ class OpcUa:
         )
         sent: list[Device] | None = None
         while True:
-            found = await finder.round(parsed.discovery_urls)
+            found = await finder.round(parsed)
             current = devices(found.servers, parsed)
             if found.problems:
                 message = "; ".join(found.problems)[:MAX_PROBLEM_CHARS]

@@ -2,9 +2,10 @@
 
 A FindServers answer comes from whatever listens at a discovery URL, so it is read as hostile:
 text loses its control characters, a field or list past its bound refuses that application
-(or the rest of the answer) with a problem the handler reports. A server is one device per
-discovery URL, identified by that URL and its application URI, so it keeps its id whether it
-is found directly or through a discovery server.
+(or the rest of the answer) with a problem the handler reports, and a URL it names may point
+at the node's own or its link's services only when the answer came from the node itself. A
+server is one device per discovery URL, identified by that URL and its application URI, so it
+keeps its id whether it is found directly or through a discovery server.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from akri.agent.discovery.model import Device
+from akri.discovery_handlers.addresses import Address, is_local
 from akri.discovery_handlers.details import MIN_POLL_INTERVAL_S, parse_details
 from akri.discovery_handlers.filters import FilterList, admits
 
@@ -104,6 +106,7 @@ class Details(BaseModel):
     discovery_interval_seconds: float = Field(
         10, alias="discoveryIntervalSeconds", ge=MIN_POLL_INTERVAL_S
     )
+    allow_local_addresses: bool = Field(False, alias="allowLocalAddresses")
 
     @property
     def discovery_urls(self) -> list[str]:
@@ -202,6 +205,27 @@ def with_host(url: str, host: str) -> str:
     userinfo = parts.netloc.rpartition("@")[0]
     netloc = f"{userinfo}@{shown}{port}" if userinfo else f"{shown}{port}"
     return parts._replace(netloc=netloc).geturl()
+
+
+def follow_refused(
+    url: str, named: frozenset[Address], answerer: frozenset[Address], details: Details
+) -> str | None:
+    """Why `url`, which an answer from `answerer` named at the addresses `named`, may be
+    neither asked nor reported; None when it may. A discovery server on the LAN naming a
+    loopback or link-local address would have the handler (and brokers) call the node's own
+    services or its link's (169.254.169.254 is a cloud's metadata service); the node itself
+    (a loopback answer) may name them, and any host may name itself."""
+    if details.allow_local_addresses or named <= answerer:
+        return None
+    if answerer and all(address.is_loopback for address in answerer):
+        return None
+    local = sorted(str(address) for address in named if is_local(address))
+    if local:
+        return (
+            f"{url} names {local[0]}, a loopback or link-local address, in an answer from "
+            "another host (allowLocalAddresses is off)"
+        )
+    return None
 
 
 @dataclass(frozen=True)
