@@ -180,8 +180,10 @@ async def test_the_programs_do_their_work_with_the_charts_service_accounts(akri:
             applied = await asyncio.create_subprocess_exec(
                 str(programs.SCRIPTS / "akri"), "apply", str(examples), "--namespace", ns,
                 "--kubeconfig", str(akri.rig.kubeconfig), "--timeout", "2m",
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
             )  # fmt: skip
-            assert await applied.wait() == 0, "akri apply of the chart's examples failed"
+            said, _ = await applied.communicate()
+            assert applied.returncode == 0, f"akri apply of the examples failed: {said.decode()}"
 
             instances = [naming.instance_name(EXAMPLE, d) for d in ("foo0", "foo1")]
 
@@ -204,9 +206,12 @@ async def test_the_programs_do_their_work_with_the_charts_service_accounts(akri:
                 lambda: ca_bundle(akri, f"{RELEASE}-configurations"), "the caBundle", DEADLINE_S
             )
         finally:
-            # Cleaned up while the chart's roles still hold, then the release uninstalled.
-            await akri.stop()
-            uninstalled = await helm("uninstall", RELEASE, ns)
+            # Cleaned up while the chart's roles still hold, then the release uninstalled
+            # whatever became of that (its cluster-wide objects would refuse the next install).
+            try:
+                await akri.stop()
+            finally:
+                uninstalled = await helm("uninstall", RELEASE, ns)
     assert "ok" in uninstalled, uninstalled
     for program in akri.programs():
         refused = [line for line in program.log.read_text().splitlines() if REFUSED.search(line)]
