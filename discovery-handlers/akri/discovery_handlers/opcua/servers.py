@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from akri.agent.discovery.model import Device
+from akri.discovery.model import Device
 from akri.discovery_handlers.details import MIN_POLL_INTERVAL_S, parse_details
 from akri.discovery_handlers.filters import FilterList, admits
 
