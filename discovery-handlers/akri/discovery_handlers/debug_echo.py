@@ -16,6 +16,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from akri.discovery import details as details_model
 from akri.discovery.debug_echo import (
     AVAILABILITY_FILE_ENV,
     DEFAULT_AVAILABILITY_FILE,
@@ -23,7 +24,6 @@ from akri.discovery.debug_echo import (
     SHARED_ENV,
 )
 from akri.discovery.model import Device
-from akri.discovery_handlers import details as details_model
 from akri.settings import Variable, parse_bool
 
 PROPERTY = "DEBUG_ECHO_DESCRIPTION"

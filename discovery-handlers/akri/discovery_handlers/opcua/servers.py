@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from akri.discovery.details import MIN_POLL_INTERVAL_S, parse_details
 from akri.discovery.model import Device
-from akri.discovery_handlers.details import MIN_POLL_INTERVAL_S, parse_details
 from akri.discovery_handlers.filters import FilterList, admits
 
 NAME = "opcua"

@@ -20,8 +20,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator
 
+from akri.discovery.details import parse_details
 from akri.discovery.model import Device, DeviceSpec
-from akri.discovery_handlers.details import parse_details
 from akri.discovery_handlers.udev.rules import Rule, parse_rule
 
 NAME = "udev"
