@@ -23,11 +23,11 @@ from _common import Section, finish, latencies_ms, quiet_logs
 from kubernetes_asyncio import client
 
 from akri.agent.devices import DeviceStore
-from akri.agent.discovery.model import Device
 from akri.agent.dra.plugin import DraPlugin, PluginEnv
 from akri.agent.dra.server import KubeletDraPlugin
 from akri.agent.instances import InstanceCache
 from akri.api import Configuration, crd_definitions
+from akri.discovery.model import Device
 from akri.dra.slices import local_pool_name
 from akri.proto.dra.v1 import api_pb2 as dra
 from akri.proto.dra.v1.api_pb2_grpc import DRAPluginStub

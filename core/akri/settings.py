@@ -43,6 +43,13 @@ def describe(error: ValidationError) -> str:
     return "; ".join(problems)
 
 
+def parse_bool(name: str, value: str) -> bool:
+    """Akri's `"true"`/`"false"` environment flags; anything else is an error, not a guess."""
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ValueError(f"{name} must be true or false, got {value!r}")
+
+
 @dataclass(frozen=True)
 class Variable:
     """An environment variable a program reads, for its `--help`."""

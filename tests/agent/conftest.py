@@ -22,7 +22,6 @@ from kubernetes_asyncio import client
 
 from akri import naming
 from akri.agent.devices import DeviceStore
-from akri.agent.discovery.model import Device
 from akri.agent.instances import InstanceCache
 from akri.agent.plugins import Allocations, PluginManager, Reclaimer
 from akri.api import (
@@ -34,6 +33,7 @@ from akri.api import (
     ObjectMeta,
 )
 from akri.backoff import Backoff
+from akri.discovery.model import Device
 from akri.proto.deviceplugin.v1beta1.api_pb2 import (
     AllocateRequest,
     AllocateResponse,

@@ -17,7 +17,6 @@ from kubernetes_asyncio import client
 
 from akri import naming
 from akri.agent.agent import Agent
-from akri.agent.discovery.handler import DiscoveryHandler
 from akri.agent.settings import AgentSettings
 from akri.api import (
     Configuration,
@@ -27,6 +26,7 @@ from akri.api import (
     Instance,
     ObjectMeta,
 )
+from akri.discovery.handler import DiscoveryHandler
 from akri.discovery_handlers.debug_echo import DebugEcho
 from akri.kube.guarded import HTTP_CONFLICT
 from tests.support import eventually

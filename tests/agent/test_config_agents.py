@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from akri.agent.discovery.model import Device, DeviceSpec, Mount
 from akri.api import DiscoveryProperty, Instance, KeySelector, PropertySource, crd_definitions
+from akri.discovery.model import Device, DeviceSpec, Mount
+from akri.discovery.server import HandlerServer
 from akri.discovery_handlers.debug_echo import DebugEcho
-from akri.discovery_handlers.server import HandlerServer
 from akri.naming import instance_name
 from akri.sim.apiserver import ApiServer
 from akri.sim.apiserver.faults import FaultRule

@@ -10,8 +10,8 @@ from akri.agent.conditions import (
     explained,
     updated_status,
 )
-from akri.agent.discovery.model import Status
 from akri.api import Condition, ConditionType, ConfigurationStatus
+from akri.discovery.model import Status
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=5)

@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from akri.agent.discovery.model import Device
 from akri.agent.offline_reports import reported
 from akri.agent.publisher import reads
 from akri.agent.reconcile import Plan, plan, wanted_instances
@@ -24,6 +23,7 @@ from akri.api import (
     OwnerReference,
 )
 from akri.api.reports import NodeProblem, NodeReport
+from akri.discovery.model import Device
 from akri.naming import instance_name, slot_id
 
 NODE = "node-b"

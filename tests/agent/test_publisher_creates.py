@@ -9,11 +9,11 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri import naming
 from akri.agent.devices import DeviceStore
-from akri.agent.discovery.model import Device
 from akri.agent.instances import InstanceCache
 from akri.agent.publisher import InstancePublisher
 from akri.api import Configuration, Instance
 from akri.backoff import Backoff
+from akri.discovery.model import Device
 from akri.kube.pipeline import Pipeline
 from akri.sim.apiserver import ApiServer
 from akri.sim.apiserver.faults import FaultRule

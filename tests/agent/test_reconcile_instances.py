@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from akri.agent.discovery.model import Device
 from akri.agent.reconcile import (
     MAX_PROPERTIES_BYTES,
     MAX_PROPERTY_VALUE_BYTES,
@@ -29,6 +28,7 @@ from akri.api import (
     ObjectMeta,
     OwnerReference,
 )
+from akri.discovery.model import Device
 from akri.naming import instance_name
 
 NODE_A, NODE_B = "node-a", "node-b"

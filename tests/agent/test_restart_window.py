@@ -17,7 +17,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from akri import naming
-from akri.agent.discovery.model import Device, DeviceSpec, Mount
+from akri.discovery.model import Device, DeviceSpec, Mount
 from akri.sim.kubelet import AdmissionError, Container, Kubelet
 from tests.agent.running_agents import Api, configuration, running_agent
 from tests.discovery.scripted import Scripted

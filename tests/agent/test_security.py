@@ -14,12 +14,13 @@ from kubernetes_asyncio import client
 from prometheus_client import REGISTRY, generate_latest
 
 from akri import naming
-from akri.agent.discovery.registration import MAX_REQUEST_BYTES, registration_socket
+from akri.agent.discovery.registration import MAX_REQUEST_BYTES
 from akri.api import DiscoveryProperty, PropertySource
 from akri.api.configuration import KeySelector
+from akri.discovery.registration import registration_socket
+from akri.discovery.server import HandlerServer
 from akri.discovery_handlers.debug_echo import DebugEcho
 from akri.discovery_handlers.onvif.handler import Onvif
-from akri.discovery_handlers.server import HandlerServer
 from akri.proto.discovery.v0.discovery_pb2 import RegisterDiscoveryHandlerRequest
 from akri.proto.discovery.v0.discovery_pb2_grpc import RegistrationStub
 from akri.sim.kubelet import Kubelet

@@ -15,10 +15,10 @@ import aiohttp
 import pytest
 import yaml
 
-from akri.agent.discovery.model import InvalidDetails
 from akri.controller.admission import BadReview, review
 from akri.controller.webhook import PATH, WebhookServer
-from akri.discovery_handlers.main import HANDLERS
+from akri.discovery.entry_points import handler_factory, handler_names
+from akri.discovery.model import InvalidDetails
 from tests.support import eventually
 
 EXAMPLES = sorted((Path(__file__).parents[2] / "crds" / "examples").glob("*.yaml"))
@@ -101,14 +101,14 @@ def test_reviews_accept_and_refuse_as_the_handler_parses(
 
 @pytest.mark.parametrize(
     ("handler", "details", "refusal"),
-    [d for d in DETAILS if d[0] in HANDLERS and d[2]],
-    ids=[i for i, d in zip(IDS, DETAILS, strict=True) if d[0] in HANDLERS and d[2]],
+    [d for d in DETAILS if d[0] in handler_names() and d[2]],
+    ids=[i for i, d in zip(IDS, DETAILS, strict=True) if d[0] in handler_names() and d[2]],
 )
 async def test_the_handler_refuses_what_the_webhook_refuses_with_the_same_words(
     handler: str, details: str, refusal: str
 ) -> None:
     """The agent's handler (as `akri-discovery-handler` runs it) stops at the same details."""
-    discovery = HANDLERS[handler](None, {}).discover(details, {})
+    discovery = handler_factory(handler)(None, {}).discover(details, {})
     with pytest.raises(InvalidDetails) as refused:
         await anext(discovery)
     await discovery.aclose()

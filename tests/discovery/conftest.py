@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from akri.agent.discovery.handler import DiscoveryHandler
-from akri.agent.discovery.model import Device, Status
 from akri.agent.discovery.registration import RegistrationServer
 from akri.agent.discovery.registry import HandlerRegistry
 from akri.agent.discovery.session import DiscoverySession
 from akri.backoff import Backoff
+from akri.discovery.handler import DiscoveryHandler
+from akri.discovery.model import Device, Status
 
 DEADLINE_S = 30.0  # generous: only a hang should reach it, on a loaded machine too
 """How long a test waits for something that should happen; generous, never a pass/fail timer."""

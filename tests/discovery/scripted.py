@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Mapping
 
-from akri.agent.discovery.model import Device
+from akri.discovery.model import Device
 
 
 class Scripted:

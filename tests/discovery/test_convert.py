@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from akri.agent.discovery.convert import (
+from akri.discovery.convert import (
     properties_from_proto,
     request_to_proto,
     response_from_proto,
     response_to_proto,
 )
-from akri.agent.discovery.model import Device, DeviceSpec, Mount
+from akri.discovery.model import Device, DeviceSpec, Mount
 from akri.proto.discovery.v0 import discovery_pb2 as pb
 
 DEVICE = Device(

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from akri.agent.discovery.model import Device, InvalidDetails
 from akri.agent.discovery.registry import HandlerRegistry
+from akri.discovery.model import Device, InvalidDetails
 from akri.discovery_handlers.debug_echo import DebugEcho, from_environment
 from tests.discovery.conftest import DETAILS, Recorder, SessionFactory
 from tests.support import running

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from akri.agent.discovery.model import Device, InvalidDetails
 from akri.api import ConditionType
+from akri.discovery.model import Device, InvalidDetails
 from akri.discovery_handlers.debug_echo import (
     PROPERTY,
     Availability,
     devices,
     parse_availability,
-    parse_bool,
     parse_details,
 )
+from akri.settings import parse_bool
 
 
 @pytest.mark.parametrize(

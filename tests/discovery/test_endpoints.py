@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from akri.agent.discovery.endpoints import NETWORK, UDS, Endpoint, parse_endpoint
+from akri.discovery.endpoints import NETWORK, UDS, Endpoint, parse_endpoint
 
 
 @pytest.mark.parametrize(

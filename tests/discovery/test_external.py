@@ -8,14 +8,14 @@ from typing import Any
 import grpc
 import pytest
 
-from akri.agent.discovery.endpoints import NETWORK, UDS, parse_endpoint
 from akri.agent.discovery.external import ExternalHandler
-from akri.agent.discovery.model import Device, HandlerUnavailable, InvalidDetails
 from akri.agent.discovery.registration import RegistrationServer
 from akri.agent.discovery.registry import HandlerRegistry
 from akri.api import ConditionType
+from akri.discovery.endpoints import NETWORK, UDS, parse_endpoint
+from akri.discovery.model import Device, HandlerUnavailable, InvalidDetails
+from akri.discovery.server import HandlerServer, serve
 from akri.discovery_handlers.debug_echo import DebugEcho
-from akri.discovery_handlers.server import HandlerServer, serve
 from akri.proto.discovery.v0.discovery_pb2 import RegisterDiscoveryHandlerRequest
 from akri.proto.discovery.v0.discovery_pb2_grpc import RegistrationStub
 from tests.discovery.conftest import (

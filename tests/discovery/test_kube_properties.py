@@ -11,8 +11,8 @@ import pytest
 from kubernetes_asyncio import client, config
 
 from akri.agent.discovery.kube_properties import kube_reader, resolve_properties
-from akri.agent.discovery.model import InvalidProperties
 from akri.api import DiscoveryProperty
+from akri.discovery.model import InvalidProperties
 from akri.sim.apiserver import ApiServer
 
 NS = "default"

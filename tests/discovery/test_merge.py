@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from akri.agent.discovery.merge import merge, summarise
-from akri.agent.discovery.model import Device, Status
 from akri.api import ConditionType
+from akri.discovery.model import Device, Status
 
 A1 = Device("a", {"from": "1"})
 A2 = Device("a", {"from": "2"})

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from akri.agent.discovery.kube_properties import resolve_properties
-from akri.agent.discovery.model import InvalidProperties
-from akri.agent.discovery.properties import (
+from akri.api import ConditionType, DiscoveryProperty
+from akri.discovery.model import InvalidProperties
+from akri.discovery.properties import (
     Source,
     Values,
     config_map_values,
@@ -17,7 +18,6 @@ from akri.agent.discovery.properties import (
     secret_values,
     sources,
 )
-from akri.api import ConditionType, DiscoveryProperty
 
 NS = "cfg-ns"
 

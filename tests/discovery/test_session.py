@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping
 
-from akri.agent.discovery.model import Device, HandlerUnavailable, InvalidDetails
 from akri.agent.discovery.registry import EMBEDDED, HandlerRegistry
 from akri.api import ConditionType
+from akri.discovery.model import Device, HandlerUnavailable, InvalidDetails
 from akri.discovery_handlers.debug_echo import DebugEcho
 from tests.discovery.conftest import Recorder, SessionFactory, registered
 from tests.discovery.scripted import Scripted

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from akri.agent.discovery.model import InvalidDetails
+from akri.discovery.model import InvalidDetails
 from akri.discovery_handlers import debug_echo
 from akri.discovery_handlers.mdns import service as mdns
 from akri.discovery_handlers.onvif import camera as onvif

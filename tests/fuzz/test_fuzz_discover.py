@@ -18,13 +18,13 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from kubernetes_asyncio import client
 
-from akri.agent.discovery.convert import response_to_proto
 from akri.agent.discovery.host_paths import admitted
 from akri.agent.discovery.merge import merge
-from akri.agent.discovery.model import Device, DeviceSpec, Mount
 from akri.agent.reconcile import MAX_PROPERTY_VALUE_BYTES, wanted_instances
 from akri.api import Configuration
-from akri.discovery_handlers.server import HandlerServer
+from akri.discovery.convert import response_to_proto
+from akri.discovery.model import Device, DeviceSpec, Mount
+from akri.discovery.server import HandlerServer
 from tests.agent.running_agents import Api, configuration, running_agent
 from tests.discovery.conftest import fast_backoff
 from tests.discovery.scripted import Scripted

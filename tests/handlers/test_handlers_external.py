@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from akri.agent.discovery.handler import DiscoveryHandler
-from akri.agent.discovery.model import InvalidDetails
 from akri.agent.discovery.registry import HandlerRegistry
-from akri.discovery_handlers.main import HANDLERS, main
-from akri.discovery_handlers.server import HandlerServer
+from akri.discovery.entry_points import handler_factory
+from akri.discovery.handler import DiscoveryHandler
+from akri.discovery.model import InvalidDetails
+from akri.discovery.server import HandlerServer
+from akri.discovery_handlers.main import main
 from tests.discovery.conftest import fast_backoff, registered
 
 BAD_DETAILS = {
@@ -23,7 +24,7 @@ BAD_DETAILS = {
 
 @pytest.fixture(params=sorted(BAD_DETAILS))
 def handler(request: pytest.FixtureRequest) -> DiscoveryHandler:
-    return HANDLERS[request.param](None, {})
+    return handler_factory(request.param)(None, {})
 
 
 @pytest.fixture
@@ -46,10 +47,10 @@ async def test_bad_details_become_invalid_argument(
 
 
 def test_sharing_of_each_handler() -> None:
-    assert HANDLERS["udev"](None, {}).shared is False
-    assert HANDLERS["mdns"](None, {}).shared is True
-    assert HANDLERS["opcua"](None, {}).shared is True
-    assert HANDLERS["opcua"](False, {}).shared is False
+    assert handler_factory("udev")(None, {}).shared is False
+    assert handler_factory("mdns")(None, {}).shared is True
+    assert handler_factory("opcua")(None, {}).shared is True
+    assert handler_factory("opcua")(False, {}).shared is False
 
 
 def test_udev_refuses_shared(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from akri.agent.discovery.model import Device, InvalidDetails
+from akri.discovery.model import Device, InvalidDetails
 from akri.discovery_handlers.mdns.service import (
     Service,
     details_of,

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
 
-from akri.agent.discovery.model import Device, InvalidDetails
 from akri.agent.discovery.registry import HandlerRegistry
+from akri.discovery.model import Device, InvalidDetails
+from akri.discovery.server import HandlerServer
 from akri.discovery_handlers.mdns.handler import Mdns, from_environment
-from akri.discovery_handlers.server import HandlerServer
 from tests.discovery.conftest import Recorder, SessionFactory, fast_backoff, registered
 from tests.handlers.streams import next_list
 from tests.support import running

@@ -8,7 +8,7 @@ from types import SimpleNamespace as ns
 
 import pytest
 
-from akri.agent.discovery.model import InvalidDetails, InvalidProperties
+from akri.discovery.model import InvalidDetails, InvalidProperties
 from akri.discovery_handlers.onvif import answers
 from akri.discovery_handlers.onvif.camera import (
     Camera,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from akri.agent.discovery.model import HandlerUnavailable
+from akri.discovery.model import HandlerUnavailable
 from akri.discovery_handlers.onvif import probe
 from akri.discovery_handlers.onvif.handler import Onvif, from_environment
 from tests.handlers.fake_onvif import FakeCamera, free_udp_port

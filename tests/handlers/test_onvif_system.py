@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from akri.agent.discovery.model import Device, InvalidDetails, InvalidProperties
-from akri.discovery_handlers.main import HANDLERS
+from akri.discovery.entry_points import handler_factory
+from akri.discovery.model import Device, InvalidDetails, InvalidProperties
 from akri.discovery_handlers.onvif.handler import Onvif, from_environment
 from tests.handlers.fake_onvif import (
     LOOPBACK,
@@ -411,7 +411,7 @@ def test_the_library_is_imported_only_when_onvif_discovery_starts() -> None:
 
 
 def test_registered_and_configured_from_the_environment() -> None:
-    handler = HANDLERS["onvif"](None, {"ONVIF_INTERFACE_ADDRESS": LOOPBACK})
+    handler = handler_factory("onvif")(None, {"ONVIF_INTERFACE_ADDRESS": LOOPBACK})
     assert handler.name == "onvif"
     assert handler.shared is True
     assert from_environment(False, {}).shared is False

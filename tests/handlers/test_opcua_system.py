@@ -11,7 +11,7 @@ from contextlib import aclosing
 import pytest
 from asyncua import ua
 
-from akri.agent.discovery.model import Device, HandlerUnavailable, InvalidDetails
+from akri.discovery.model import Device, HandlerUnavailable, InvalidDetails
 from akri.discovery_handlers.opcua.handler import OpcUa
 from akri.discovery_handlers.opcua.servers import MAX_APPLICATIONS, MAX_NAME_CHARS
 from tests.handlers.opcua_peers import (

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from akri.agent.discovery.model import Device, DeviceSpec, InvalidDetails
+from akri.discovery.model import Device, DeviceSpec, InvalidDetails
 from akri.discovery_handlers.udev.devices import Found, details_of, devices, groups
 from akri.discovery_handlers.udev.rules import Match, RuleError, glob_matches, parse_rule
 

@@ -15,9 +15,9 @@ import pytest
 from kubernetes_asyncio import client
 
 from akri import naming
-from akri.agent.discovery.model import Device, DeviceSpec
 from akri.agent.discovery.registry import HandlerRegistry
-from akri.discovery_handlers.server import HandlerServer
+from akri.discovery.model import Device, DeviceSpec
+from akri.discovery.server import HandlerServer
 from akri.discovery_handlers.udev.handler import Udev
 from akri.sim.cluster import Cluster
 from akri.sim.manifests import apply_documents

@@ -17,12 +17,13 @@ import grpc
 import pytest
 from kubernetes_asyncio import client
 
-from akri.agent.discovery.registration import RegistrationServer, registration_socket
+from akri.agent.discovery.registration import RegistrationServer
 from akri.agent.discovery.registry import HandlerRegistry
 from akri.agent.dra import checkpoint
 from akri.controller.serving_certificate import KEY_FILE
+from akri.discovery.registration import registration_socket
+from akri.discovery.server import HandlerServer
 from akri.discovery_handlers.debug_echo import DebugEcho
-from akri.discovery_handlers.server import HandlerServer
 from akri.owner_only import make_directory
 from akri.unix_sockets import add_port
 from tests.controller.test_controller_webhook_certificate import WANTED, Clock, keeper, setup

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from akri.agent.discovery.model import Device
 from akri.api import DiscoveryProperty, PropertySource
 from akri.api.configuration import KeySelector
 from akri.controller.admission import review
+from akri.discovery.model import Device
 from tests.agent.running_agents import NAMESPACE, Api, configuration, running_agent
 from tests.support import eventually
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client
 
-from akri.agent.discovery.model import Device, DeviceSpec, Mount
-from akri.discovery_handlers.server import HandlerServer
+from akri.discovery.model import Device, DeviceSpec, Mount
+from akri.discovery.server import HandlerServer
 from akri.naming import instance_name
 from tests.agent.running_agents import Api, configuration, running_agent
 from tests.discovery.conftest import fast_backoff

@@ -14,7 +14,7 @@ from contextlib import aclosing
 
 import pytest
 
-from akri.agent.discovery.model import Device
+from akri.discovery.model import Device
 from akri.discovery_handlers.onvif.camera import Details, call_refused
 from akri.discovery_handlers.onvif.handler import Onvif
 from tests.handlers.fake_onvif import LOOPBACK, ON_LOOPBACK, FakeCamera, free_udp_port

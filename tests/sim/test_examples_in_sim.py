@@ -20,9 +20,9 @@ from kubernetes_asyncio import client
 from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
 
 from akri import naming
+from akri.discovery.server import HandlerServer
 from akri.discovery_handlers.mdns.handler import Mdns
 from akri.discovery_handlers.onvif.handler import Onvif
-from akri.discovery_handlers.server import HandlerServer
 from akri.sim.cluster import Cluster, load_client
 from akri.sim.manifests import apply_documents, load_documents
 from akri.sim.podnet.cluster import TOOLS

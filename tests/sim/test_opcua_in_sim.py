@@ -12,8 +12,8 @@ import yaml
 
 from akri import naming
 from akri.controller.context import Tuning
+from akri.discovery.server import HandlerServer
 from akri.discovery_handlers.opcua.handler import OpcUa
-from akri.discovery_handlers.server import HandlerServer
 from akri.sim.cluster import Cluster
 from tests.discovery.conftest import fast_backoff
 from tests.handlers.opcua_peers import free_tcp_port, opcua_server, url_of

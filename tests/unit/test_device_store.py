@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from akri.agent.devices import DeviceStore, NotDiscovered
-from akri.agent.discovery.model import Device, DeviceSpec, Mount
+from akri.discovery.model import Device, DeviceSpec, Mount
 
 LONG_S = 30.0  # never reached when the code is right; only a hang gets near it
 CAM = Device(

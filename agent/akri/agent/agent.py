@@ -19,7 +19,6 @@ from kubernetes_asyncio import client
 from akri.agent import metrics
 from akri.agent.configurations import ConfigurationWatcher
 from akri.agent.devices import DeviceStore
-from akri.agent.discovery.handler import DiscoveryHandler
 from akri.agent.discovery.kube_properties import kube_reader
 from akri.agent.discovery.registration import RegistrationServer
 from akri.agent.discovery.registry import HandlerRegistry
@@ -33,7 +32,9 @@ from akri.agent.plugins.problems import PluginProblems
 from akri.agent.runner import RunnerEnv
 from akri.agent.settings import AgentSettings
 from akri.agent.status import StatusReporter
-from akri.discovery_handlers.debug_echo import DebugEcho
+from akri.discovery import debug_echo
+from akri.discovery.entry_points import handler_factory
+from akri.discovery.handler import DiscoveryHandler
 from akri.dra.devices import DRIVER
 from akri.dra.mode import Mode, resolve
 from akri.kube import connect
@@ -43,15 +44,12 @@ log = logging.getLogger(__name__)
 
 
 def default_handlers(settings: AgentSettings) -> list[DiscoveryHandler]:
-    """The embedded handlers the settings ask for."""
+    """The embedded handlers the settings ask for: debugEcho, made by its entry point."""
     if not settings.debug_echo_enabled:
         return []
-    return [
-        DebugEcho(
-            shared=settings.debug_echo_instances_shared,
-            availability_file=settings.debug_echo_availability_file,
-        )
-    ]
+    create = handler_factory(debug_echo.NAME)
+    environ = {debug_echo.AVAILABILITY_FILE_ENV: str(settings.debug_echo_availability_file)}
+    return [create(settings.debug_echo_instances_shared, environ)]
 
 
 @contextlib.asynccontextmanager

@@ -17,7 +17,6 @@ from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import TypeVar
 
-from akri.agent.discovery.model import Status
 from akri.api import (
     INSTANCE_NODE_PROBLEMS,
     NODE_PROBLEMS,
@@ -25,6 +24,7 @@ from akri.api import (
     ConfigurationStatus,
     InstanceStatus,
 )
+from akri.discovery.model import Status
 from akri.node_reports import aggregated, with_problems
 from akri.refusal_codes import REFUSALS
 

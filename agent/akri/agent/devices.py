@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Collection, Hashable, Mapping
 
-from akri.agent.discovery.model import Device
 from akri.agent.extras import Extras, device_extras
+from akri.discovery.model import Device
 
 
 class NotDiscovered(Exception):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from akri.agent.discovery.model import Device
+from akri.discovery.model import Device
 from akri.proto.deviceplugin.v1beta1 import api_pb2 as pb
 
 Extras = tuple[Sequence[pb.Mount], Sequence[pb.DeviceSpec]]

@@ -17,7 +17,6 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri.agent import metrics
 from akri.agent.devices import DeviceStore
-from akri.agent.discovery.model import Device
 from akri.agent.instance_reports import InstanceReporter
 from akri.agent.instances import InstanceCache
 from akri.agent.offline import OfflineGrace
@@ -34,6 +33,7 @@ from akri.agent.reconcile import (
 )
 from akri.api import Configuration, Instance
 from akri.backoff import Backoff
+from akri.discovery.model import Device
 from akri.kube.guarded import HTTP_CONFLICT, HTTP_NOT_FOUND
 from akri.logs import OnceLog
 

@@ -21,10 +21,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from akri import slots
-from akri.agent.discovery.model import Device
 from akri.agent.plugins.response import MAX_ENV_VALUE_BYTES
 from akri.api import Configuration, Instance, new_instance
 from akri.api.pool import view
+from akri.discovery.model import Device
 from akri.naming import instance_name, is_env_name, slot_id
 
 MAX_PROPERTY_VALUE_BYTES = MAX_ENV_VALUE_BYTES

@@ -28,7 +28,6 @@ from akri.agent.conditions import (
 )
 from akri.agent.devices import DeviceStore
 from akri.agent.discovery.kube_properties import Reader, resolve_properties
-from akri.agent.discovery.model import Device, InvalidProperties, Status
 from akri.agent.discovery.registry import HandlerRegistry
 from akri.agent.discovery.session import DiscoverySession
 from akri.agent.instances import InstanceCache, configuration_topic
@@ -36,6 +35,7 @@ from akri.agent.publisher import InstancePublisher, reads
 from akri.agent.status import StatusReporter
 from akri.api import ConditionType, Configuration, ConfigurationStatus, DiscoveryHandlerInfo
 from akri.backoff import Backoff
+from akri.discovery.model import Device, InvalidProperties, Status
 from akri.kube.calls import error_message
 from akri.logs import OnceLog
 from akri.naming import configuration_name_problem

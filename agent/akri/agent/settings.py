@@ -20,15 +20,15 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from akri.agent.discovery.registration import DEFAULT_DIRECTORY
-from akri.discovery_handlers.debug_echo import DEFAULT_AVAILABILITY_FILE, parse_bool
+from akri.discovery.debug_echo import DEFAULT_AVAILABILITY_FILE
+from akri.discovery.registration import DEFAULT_DIRECTORY
 from akri.dra.mode import Mode
 from akri.durations import OFFLINE_GRACE_S, Duration
 from akri.naming import object_name_problem
 from akri.owner_only import directory_problem
 from akri.proto.deviceplugin.v1beta1.constants import DEVICE_PLUGIN_PATH
 from akri.proto.podresources.v1.constants import POD_RESOURCES_SOCKET
-from akri.settings import load
+from akri.settings import load, parse_bool
 
 PLUGINS_REGISTRY = "/var/lib/kubelet/plugins_registry"
 KUBELET_PLUGINS = "/var/lib/kubelet/plugins"

@@ -2,16 +2,17 @@
 
 The CRD's schema and CEL rules check everything the API server can see; what they cannot is
 `discoveryDetails`, a YAML string only its handler understands. Here it is parsed with the
-handler's own parser (`akri.discovery_handlers.catalog`), the same the handler runs before
-discovering, so a Configuration refused here is one the agent would report as InvalidDetails.
-Handlers not bundled with akri-py are let through: only they know their details.
-`discoveryProperties` that name a Secret or ConfigMap of another namespace are refused with the
-agent's own words (`akri.agent.discovery.properties`), before anything is looked up.
+handler's own parser (entry point group `akri.details_parsers`, `akri.discovery.entry_points`),
+the same the handler runs before discovering, so a Configuration refused here is one the agent
+would report as InvalidDetails. Handlers without a parser installed beside the controller are
+let through: only they know their details. `discoveryProperties` that name a Secret or
+ConfigMap of another namespace are refused with the agent's own words
+(`akri.discovery.properties`), before anything is looked up.
 
-The udev rules are also held to the subsystems the operator allows (`Policy`): a rule must
-match `SUBSYSTEM=="<allowed>"`, else it could hand a broker any device node of the host (a
-disk, /dev/mem). A ValidatingAdmissionPolicy cannot check this: the rules are YAML inside a
-string, and CEL has no YAML parser.
+The udev rules (any details that are `SubsystemRules`) are also held to the subsystems the
+operator allows (`Policy`): a rule must match `SUBSYSTEM=="<allowed>"`, else it could hand a
+broker any device node of the host (a disk, /dev/mem). A ValidatingAdmissionPolicy cannot
+check this: the rules are YAML inside a string, and CEL has no YAML parser.
 
 What the webhook also asks of the API server (webhook.py) is decided here too:
 `access_needed` lists what the controller would create for the Configuration's author, which
@@ -26,11 +27,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from akri.agent.discovery.model import InvalidDetails, InvalidProperties
-from akri.agent.discovery.properties import sources
 from akri.api import DiscoveryProperty
-from akri.discovery_handlers.catalog import DETAILS_PARSERS
-from akri.discovery_handlers.udev import devices as udev
+from akri.discovery.entry_points import SubsystemRules, details_parsers
+from akri.discovery.model import InvalidDetails, InvalidProperties
+from akri.discovery.properties import sources
 
 API_VERSION = "admission.k8s.io/v1"
 FORBIDDEN = 403
@@ -86,7 +86,7 @@ def configuration_problem(
         return None  # the schema requires it; nothing handler-specific to add
     if (problem := properties_problem(handler, namespace)) is not None:
         return problem
-    parse = DETAILS_PARSERS.get(str(handler.get("name")))
+    parse = details_parsers().get(str(handler.get("name")))
     details = handler.get("discoveryDetails", "")
     if parse is None or not isinstance(details, str):
         return None
@@ -94,29 +94,20 @@ def configuration_problem(
         parsed = parse(details)
     except InvalidDetails as error:
         return f"spec.discoveryHandler.discoveryDetails: {error}"
-    if isinstance(parsed, udev.Details) and namespace not in policy.trusted_namespaces:
+    if isinstance(parsed, SubsystemRules) and namespace not in policy.trusted_namespaces:
         return _udev_problem(parsed, policy.udev_subsystems, namespace)
     return None
 
 
-def _udev_problem(details: udev.Details, allowed: frozenset[str], namespace: str) -> str | None:
+def _udev_problem(details: SubsystemRules, allowed: frozenset[str], namespace: str) -> str | None:
     """A rule that may match a device outside `allowed` (any subsystem when empty)."""
-    if not allowed:
+    if not allowed or (rule := details.unconfined_rule(allowed)) is None:
         return None
-    for rule in details.rules:
-        confined = any(
-            match.key == "SUBSYSTEM"
-            and match.op == "=="
-            and all(part in allowed for part in match.pattern.split("|"))
-            for match in rule.matches
-        )
-        if not confined:
-            return (
-                f"spec.discoveryHandler.discoveryDetails: udev rule {rule.text!r} must match "
-                f'SUBSYSTEM=="<subsystem>" with one of {", ".join(sorted(allowed))} in '
-                f"namespace {namespace} (admission.udev.subsystems; see docs/security.md)"
-            )
-    return None
+    return (
+        f"spec.discoveryHandler.discoveryDetails: udev rule {rule!r} must match "
+        f'SUBSYSTEM=="<subsystem>" with one of {", ".join(sorted(allowed))} in '
+        f"namespace {namespace} (admission.udev.subsystems; see docs/security.md)"
+    )
 
 
 def access_needed(configuration: Any, old: Any = None) -> list[Access]:

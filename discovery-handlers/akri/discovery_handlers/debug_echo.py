@@ -16,16 +16,18 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from akri.agent.discovery.model import Device
-from akri.discovery_handlers import details as details_model
-from akri.settings import Variable
+from akri.discovery import details as details_model
+from akri.discovery.debug_echo import (
+    AVAILABILITY_FILE_ENV,
+    DEFAULT_AVAILABILITY_FILE,
+    NAME,
+    SHARED_ENV,
+)
+from akri.discovery.model import Device
+from akri.settings import Variable, parse_bool
 
-NAME = "debugEcho"
 PROPERTY = "DEBUG_ECHO_DESCRIPTION"
 OFFLINE = "OFFLINE"
-DEFAULT_AVAILABILITY_FILE = Path("/tmp/debug-echo-availability.txt")
-SHARED_ENV = "DEBUG_ECHO_INSTANCES_SHARED"
-AVAILABILITY_FILE_ENV = "DEBUG_ECHO_AVAILABILITY_FILE"
 ENVIRONMENT = (
     Variable(SHARED_ENV, "true", "whether devices are shared (--shared/--no-shared win)"),
     Variable(
@@ -142,15 +144,9 @@ class DebugEcho:
                     await changed.wait()
 
 
-def parse_bool(name: str, value: str) -> bool:
-    """Akri's `"true"`/`"false"` environment flags; anything else is an error, not a guess."""
-    if value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    raise ValueError(f"{name} must be true or false, got {value!r}")
-
-
 def from_environment(shared: bool | None, environ: Mapping[str, str]) -> DebugEcho:
-    """The handler `akri-discovery-handler debugEcho` runs; `shared` None: from the env."""
+    """The handler `akri-discovery-handler debugEcho` runs and the agent embeds; `shared`
+    None: from the env."""
     if shared is None:
         shared = parse_bool(SHARED_ENV, environ.get(SHARED_ENV, "true"))
     path = environ.get(AVAILABILITY_FILE_ENV, str(DEFAULT_AVAILABILITY_FILE))

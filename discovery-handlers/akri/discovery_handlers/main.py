@@ -1,7 +1,8 @@
 """Entry point of `akri-discovery-handler`: run one handler as an external gRPC handler.
 
-A new handler plugs in with one line in HANDLERS: its name and a factory taking the
-`--shared/--no-shared` choice (None: the handler's default) and the environment.
+Every handler installed under the entry point group `akri.discovery_handlers` is a subcommand
+(`akri.discovery.entry_points`): its factory gets the `--shared/--no-shared` choice (None: the
+handler's default) and the environment.
 """
 
 from __future__ import annotations
@@ -12,28 +13,17 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from akri.agent.discovery.handler import DiscoveryHandler
-from akri.agent.discovery.registration import DEFAULT_DIRECTORY
+from akri.discovery.debug_echo import NAME as DEBUG_ECHO
+from akri.discovery.entry_points import handler_factory, handler_names
+from akri.discovery.registration import DEFAULT_DIRECTORY
+from akri.discovery.server import DEFAULT_PORT, HandlerServer
 from akri.discovery_handlers import debug_echo
 from akri.discovery_handlers.mdns import handler as mdns
 from akri.discovery_handlers.onvif import handler as onvif
-from akri.discovery_handlers.opcua import handler as opcua
-from akri.discovery_handlers.server import DEFAULT_PORT, HandlerServer
-from akri.discovery_handlers.udev import handler as udev
 from akri.settings import Variable, command_line, help_text
-
-HandlerFactory = Callable[[bool | None, Mapping[str, str]], DiscoveryHandler]
-
-HANDLERS: dict[str, HandlerFactory] = {
-    debug_echo.NAME: debug_echo.from_environment,
-    udev.Udev.name: udev.from_environment,
-    mdns.Mdns.name: mdns.from_environment,
-    onvif.Onvif.name: onvif.from_environment,
-    opcua.OpcUa.name: opcua.from_environment,
-}
 
 EXIT_USAGE = 2
 
@@ -51,7 +41,7 @@ COMMON = (
     Variable("POD_IP", "unset", f"serve on POD_IP:{DEFAULT_PORT} (TCP) instead of a unix socket"),
 )
 ENVIRONMENT: dict[str, tuple[Variable, ...]] = {
-    debug_echo.NAME: debug_echo.ENVIRONMENT,
+    DEBUG_ECHO: debug_echo.ENVIRONMENT,
     mdns.Mdns.name: mdns.ENVIRONMENT,
     onvif.Onvif.name: onvif.ENVIRONMENT,
 }
@@ -84,7 +74,7 @@ def parse_args(argv: Sequence[str] | None, environ: Mapping[str, str]) -> argpar
             type=str.upper,
         )
         handlers = parser.add_subparsers(dest="handler", metavar="HANDLER", required=True)
-        for name in sorted(HANDLERS):
+        for name in handler_names():
             environment = (*ENVIRONMENT.get(name, ()), *COMMON)
             handlers.add_parser(
                 name,
@@ -113,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
     )
     try:
-        handler = HANDLERS[args.handler](args.shared, os.environ)
+        handler = handler_factory(args.handler)(args.shared, os.environ)
     except ValueError as error:
         print(f"akri-discovery-handler: {error}", file=sys.stderr)
         return EXIT_USAGE

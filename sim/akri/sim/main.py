@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from akri.controller.context import Tuning
-from akri.discovery_handlers.debug_echo import DEFAULT_AVAILABILITY_FILE
+from akri.discovery.debug_echo import DEFAULT_AVAILABILITY_FILE
 from akri.dra.mode import Mode, resolve
 from akri.durations import OFFLINE_GRACE_S
 from akri.sim.akri_pods import akri_workloads

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import grpc
 
-from akri.agent.discovery.convert import request_to_proto, response_from_proto
-from akri.agent.discovery.endpoints import Endpoint
-from akri.agent.discovery.model import Device, DiscoveryError, HandlerUnavailable, InvalidDetails
+from akri.discovery.convert import request_to_proto, response_from_proto
+from akri.discovery.endpoints import Endpoint
+from akri.discovery.model import Device, DiscoveryError, HandlerUnavailable, InvalidDetails
 from akri.proto.discovery.v0 import discovery_pb2 as pb
 from akri.proto.discovery.v0.discovery_pb2_grpc import DiscoveryHandlerStub
 

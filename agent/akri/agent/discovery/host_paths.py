@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from akri.agent.discovery.model import Device
+from akri.discovery.model import Device
 
 DEVICE_ROOT = Path("/dev")
 

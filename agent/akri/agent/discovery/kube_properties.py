@@ -7,8 +7,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from akri.agent.discovery.model import InvalidProperties
-from akri.agent.discovery.properties import (
+from akri.api import DiscoveryProperty
+from akri.discovery.model import InvalidProperties
+from akri.discovery.properties import (
     Source,
     Values,
     config_map_values,
@@ -16,7 +17,6 @@ from akri.agent.discovery.properties import (
     secret_values,
     sources,
 )
-from akri.api import DiscoveryProperty
 
 HTTP_NOT_FOUND = 404
 

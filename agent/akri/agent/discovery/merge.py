@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from akri.agent.discovery.model import Device, Status
 from akri.api import ConditionType
+from akri.discovery.model import Device, Status
 
 
 def merge(lists: Iterable[Sequence[Device]]) -> list[Device]:

@@ -14,9 +14,10 @@ from typing import Any
 import grpc
 
 from akri import grpc_servers
-from akri.agent.discovery.endpoints import UDS, parse_endpoint
 from akri.agent.discovery.external import ExternalHandler
 from akri.agent.discovery.registry import HandlerRegistry
+from akri.discovery.endpoints import UDS, parse_endpoint
+from akri.discovery.registration import DEFAULT_DIRECTORY, registration_socket
 from akri.owner_only import make_directory
 from akri.proto.discovery.v0.discovery_pb2 import Empty, RegisterDiscoveryHandlerRequest
 from akri.proto.discovery.v0.discovery_pb2_grpc import (
@@ -28,14 +29,8 @@ from akri.unix_sockets import add_port
 
 log = logging.getLogger(__name__)
 
-DEFAULT_DIRECTORY = Path("/var/lib/akri")
-REGISTRATION_SOCKET = "agent-registration.sock"
 MAX_REQUEST_BYTES = 64 * 1024
 """A registration is a name and an endpoint; anything much larger is refused unread."""
-
-
-def registration_socket(directory: Path) -> Path:
-    return directory / REGISTRATION_SOCKET
 
 
 def handler_for(request: RegisterDiscoveryHandlerRequest) -> ExternalHandler:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from akri.agent.discovery.handler import DiscoveryHandler
+from akri.discovery.handler import DiscoveryHandler
 
 log = logging.getLogger(__name__)
 

@@ -15,12 +15,12 @@ from contextlib import aclosing
 from pathlib import Path
 
 from akri.agent.discovery import host_paths
-from akri.agent.discovery.handler import DiscoveryHandler
 from akri.agent.discovery.merge import merge, summarise
-from akri.agent.discovery.model import Device, DiscoveryError, InvalidDetails, Status
 from akri.agent.discovery.registry import EMBEDDED, HandlerRegistry
 from akri.api import ConditionType
 from akri.backoff import Backoff
+from akri.discovery.handler import DiscoveryHandler
+from akri.discovery.model import Device, DiscoveryError, InvalidDetails, Status
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import zeroconf
 from zeroconf import InterfaceChoice, ServiceStateChange, Zeroconf
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
-from akri.agent.discovery.model import Device, HandlerUnavailable
+from akri.discovery.model import Device, HandlerUnavailable
 from akri.discovery_handlers.mdns.service import NAME, Service, details_of, devices
 from akri.settings import Variable
 

@@ -16,8 +16,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from akri.agent.discovery.model import Device
-from akri.discovery_handlers.details import parse_details
+from akri.discovery.details import parse_details
+from akri.discovery.model import Device
 from akri.discovery_handlers.filters import FilterList, admits, found
 from akri.naming import env_suffix
 

@@ -21,9 +21,9 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from akri.agent.discovery.model import Device
+from akri.discovery.details import MIN_POLL_INTERVAL_S, parse_details
+from akri.discovery.model import Device
 from akri.discovery_handlers.addresses import Address, is_local
-from akri.discovery_handlers.details import MIN_POLL_INTERVAL_S, parse_details
 from akri.discovery_handlers.filters import FilterList, admits, same_text
 from akri.discovery_handlers.onvif.wsdiscovery import Endpoint
 from akri.naming import env_suffix

@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from akri.agent.discovery.model import InvalidProperties
+from akri.discovery.model import InvalidProperties
 from akri.discovery_handlers.onvif.wsdiscovery import endpoint_uuid
 
 LIST = "device_credential_list"

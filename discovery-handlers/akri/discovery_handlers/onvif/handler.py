@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mappi
 
 import aiohttp
 
-from akri.agent.discovery.model import Device, HandlerUnavailable
+from akri.discovery.model import Device, HandlerUnavailable
 from akri.discovery_handlers.onvif import camera, probe
 from akri.discovery_handlers.onvif.credentials import Credentials, credential_table, credentials_for
 from akri.discovery_handlers.onvif.wsdiscovery import PORT, Endpoint, Message

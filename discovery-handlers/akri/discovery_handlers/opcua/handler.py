@@ -20,7 +20,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequen
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from akri.agent.discovery.model import Device, HandlerUnavailable
+from akri.discovery.model import Device, HandlerUnavailable
 from akri.discovery_handlers.addresses import Address
 from akri.discovery_handlers.opcua.servers import (
     NAME,

@@ -20,8 +20,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator
 
-from akri.agent.discovery.model import Device, DeviceSpec
-from akri.discovery_handlers.details import parse_details
+from akri.discovery.details import parse_details
+from akri.discovery.model import Device, DeviceSpec
 from akri.discovery_handlers.udev.rules import Rule, parse_rule
 
 NAME = "udev"
@@ -62,6 +62,21 @@ class Details(BaseModel):
     rules: list[Annotated[Rule, PlainValidator(_rule)]] = Field(alias="udevRules", min_length=1)
     group_recursive: bool = Field(default=False, alias="groupRecursive")
     permissions: Annotated[str, AfterValidator(_permissions)] = "rwm"
+
+    def unconfined_rule(self, allowed: frozenset[str]) -> str | None:
+        """The first rule that may match a device outside the `allowed` subsystems: one
+        without a `SUBSYSTEM=="a|b"` match whose every alternative is allowed (details that
+        are `akri.discovery.entry_points.SubsystemRules`, for the admission webhook)."""
+        for rule in self.rules:
+            confined = any(
+                match.key == "SUBSYSTEM"
+                and match.op == "=="
+                and all(part in allowed for part in match.pattern.split("|"))
+                for match in rule.matches
+            )
+            if not confined:
+                return rule.text
+        return None
 
 
 def details_of(details: str) -> Details:

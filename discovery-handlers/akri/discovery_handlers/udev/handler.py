@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, Collection, Iterable, Mapping
 
 import pyudev
 
-from akri.agent.discovery.model import Device, HandlerUnavailable
+from akri.discovery.model import Device, HandlerUnavailable
 from akri.discovery_handlers.udev.devices import NAME, Found, details_of, devices, resources_of
 from akri.discovery_handlers.udev.rules import Rule, matches_any
 

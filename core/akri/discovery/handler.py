@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Mapping
 from typing import Protocol
 
-from akri.agent.discovery.model import Device
+from akri.discovery.model import Device
 
 
 class DiscoveryHandler(Protocol):

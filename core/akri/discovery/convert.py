@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from akri.agent.discovery.model import Device, DeviceSpec, Mount
+from akri.discovery.model import Device, DeviceSpec, Mount
 from akri.proto.discovery.v0 import discovery_pb2 as pb
 
 

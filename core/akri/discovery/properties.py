@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from akri.agent.discovery.model import InvalidProperties
 from akri.api import DiscoveryProperty
+from akri.discovery.model import InvalidProperties
 
 Values = Mapping[str, bytes]
 """The decoded key/value pairs of one Secret or ConfigMap."""

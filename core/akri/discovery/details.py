@@ -11,7 +11,7 @@ from typing import TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from akri.agent.discovery.model import InvalidDetails
+from akri.discovery.model import InvalidDetails
 
 Model = TypeVar("Model", bound=BaseModel)
 

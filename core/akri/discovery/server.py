@@ -19,12 +19,12 @@ from typing import Any
 import grpc
 
 from akri import grpc_servers
-from akri.agent.discovery.convert import properties_from_proto, response_to_proto
-from akri.agent.discovery.endpoints import NETWORK, UDS
-from akri.agent.discovery.handler import DiscoveryHandler
-from akri.agent.discovery.model import DiscoveryError, InvalidDetails
-from akri.agent.discovery.registration import registration_socket
 from akri.backoff import Backoff
+from akri.discovery.convert import properties_from_proto, response_to_proto
+from akri.discovery.endpoints import NETWORK, UDS
+from akri.discovery.handler import DiscoveryHandler
+from akri.discovery.model import DiscoveryError, InvalidDetails
+from akri.discovery.registration import registration_socket
 from akri.owner_only import make_directory
 from akri.proto.discovery.v0 import discovery_pb2 as pb
 from akri.proto.discovery.v0.discovery_pb2_grpc import (
