@@ -75,6 +75,7 @@ format: $(STAMP)
 
 protos: $(STAMP)
 	$(BIN)/python -m akri.proto.generate
+	$(BIN)/python -m akri.sim.proto.generate
 
 # The chart carries its own copy of the CRDs (Helm installs a chart's crds/ folder first).
 crds: $(STAMP)
