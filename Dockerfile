@@ -10,7 +10,6 @@ WORKDIR /src
 RUN pip install --no-cache-dir "build==1.2.2.post1"
 COPY pyproject.toml setup.py README.md ./
 COPY core core
-COPY sim sim
 COPY agent agent
 COPY controller controller
 COPY discovery-handlers discovery-handlers

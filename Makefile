@@ -12,10 +12,12 @@ ROOTS := core sim agent controller discovery-handlers
 
 # `akri` is one PEP 420 namespace over $(ROOTS): a .pth puts every root on sys.path, so new
 # modules need no reinstall and mypy/pytest see the same tree through mypy_path/pythonpath.
-$(STAMP): pyproject.toml setup.py
+# Two distributions, both editable: akri-py (the product), then akri-sim (sim/), which needs it.
+$(STAMP): pyproject.toml setup.py sim/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]' --config-settings editable_mode=compat
+	$(BIN)/python -m pip install --quiet -e ./sim --config-settings editable_mode=compat
 	$(BIN)/python -c "import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()['purelib'], 'akri-py-source-roots.pth').write_text(''.join(str(pathlib.Path(r).resolve()) + chr(10) for r in '$(ROOTS)'.split()))"
 	touch $@
 
@@ -75,6 +77,7 @@ format: $(STAMP)
 
 protos: $(STAMP)
 	$(BIN)/python -m akri.proto.generate
+	$(BIN)/python -m akri.sim.proto.generate
 
 # The chart carries its own copy of the CRDs (Helm installs a chart's crds/ folder first).
 crds: $(STAMP)

@@ -1,14 +1,15 @@
-"""Maps the `akri.*` packages of every component folder into one distribution.
+"""Maps the `akri.*` packages of every product component folder into one distribution.
 
 `akri` is a PEP 420 namespace spread over the source roots below; setuptools' own
 discovery cannot merge one namespace from several roots, so the mapping is computed here.
+`sim/` is not among them: it is its own distribution, akri-sim (sim/pyproject.toml).
 """
 
 from pathlib import Path
 
 from setuptools import find_namespace_packages, setup
 
-SOURCE_ROOTS = ("core", "sim", "agent", "controller", "discovery-handlers")
+SOURCE_ROOTS = ("core", "agent", "controller", "discovery-handlers")
 
 packages: list[str] = []
 package_dir: dict[str, str] = {}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from akri.proto.kubernetes.core import generated_pb2 as core
-from akri.proto.kubernetes.meta import generated_pb2 as meta
 from akri.sim.apiserver import errors, protobuf
+from akri.sim.proto.kubernetes.core import generated_pb2 as core
+from akri.sim.proto.kubernetes.meta import generated_pb2 as meta
 
 
 def envelope(api_version: str, kind: str, raw: bytes) -> bytes:

@@ -16,16 +16,18 @@ from akri.proto.dra.v1 import api_pb2 as dra
 from akri.proto.drahealth.v1alpha1 import api_pb2 as drahealth
 from akri.proto.pluginregistration.v1 import api_pb2 as pluginregistration
 from akri.proto.podresources.v1 import api_pb2 as podresources
+from akri.sim.proto import generate as sim_generate
 
 
-def test_generated_code_matches_the_proto_sources(tmp_path: Path) -> None:
-    regenerated = generate.generate(tmp_path)
-    checked_in = generate.generated_files(generate.SOURCE_ROOT)
+@pytest.mark.parametrize("tree", [generate.CORE, sim_generate.TREE], ids=["core", "sim"])
+def test_generated_code_matches_the_proto_sources(tree: generate.ProtoTree, tmp_path: Path) -> None:
+    regenerated = generate.generate(tree, tmp_path)
+    checked_in = tree.generated_files(tree.source_root)
     assert regenerated == checked_in, "generated file set differs: run `make protos`"
-    assert len(checked_in) == 4 * len(generate.proto_sources())
+    assert len(checked_in) == 4 * len(tree.sources())
     for relative in checked_in:
         fresh = (tmp_path / relative).read_bytes()
-        assert fresh == (generate.SOURCE_ROOT / relative).read_bytes(), (
+        assert fresh == (tree.source_root / relative).read_bytes(), (
             f"{relative} is stale: run `make protos`"
         )
 

@@ -2,7 +2,7 @@
 
 A custom resource's schema is its CRD's `openAPIV3Schema`, with `apiVersion`, `kind` and
 `metadata` added as kube-apiserver adds them. A built-in kind's schema is generated from the
-protobuf messages the emulator decodes (akri/proto/kubernetes): their fields are the ones the
+protobuf messages the emulator decodes (akri/sim/proto/kubernetes): their fields are the ones the
 emulator models, a subset of a cluster's, and each such schema says so in its description.
 kubectl finds a kind's schema by its `x-kubernetes-group-version-kind`.
 """

@@ -2,9 +2,9 @@
 
 kubectl's generators (`kubectl create namespace|secret|deployment|...`, `kubectl run`) send
 built-in kinds as protobuf: the magic `k8s\\0`, then a `runtime.Unknown` whose `typeMeta` names
-the kind and whose `raw` holds the object's own message. The messages are hand-written subsets of
-Kubernetes' (akri/proto/kubernetes), so a field they leave out is skipped, as protobuf skips any
-unknown field. JSON follows Kubernetes' conventions: a plain field's zero value is omitted
+the kind and whose `raw` holds the object's own message. The messages are hand-written subsets
+of Kubernetes' (akri/sim/proto/kubernetes), so a field they leave out is skipped, as protobuf
+skips any unknown field. JSON follows Kubernetes' conventions: a plain field's zero value is omitted
 (`omitempty`), an `optional` (pointer) field keeps it, bytes are base64, times RFC 3339.
 """
 
@@ -18,16 +18,16 @@ from google.protobuf import descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
-from akri.proto.kubernetes.apps import generated_pb2 as _apps  # noqa: F401  # registers kinds
-from akri.proto.kubernetes.authentication import generated_pb2 as _authentication  # noqa: F401
-from akri.proto.kubernetes.authorization import generated_pb2 as _authorization  # noqa: F401
-from akri.proto.kubernetes.batch import generated_pb2 as _batch  # noqa: F401
-from akri.proto.kubernetes.core import generated_pb2 as _core  # noqa: F401
-from akri.proto.kubernetes.meta.generated_pb2 import Unknown
-from akri.proto.kubernetes.policy import generated_pb2 as _policy  # noqa: F401
-from akri.proto.kubernetes.rbac import generated_pb2 as _rbac  # noqa: F401
-from akri.proto.kubernetes.scheduling import generated_pb2 as _scheduling  # noqa: F401
 from akri.sim.apiserver import errors
+from akri.sim.proto.kubernetes.apps import generated_pb2 as _apps  # noqa: F401  # registers kinds
+from akri.sim.proto.kubernetes.authentication import generated_pb2 as _authentication  # noqa: F401
+from akri.sim.proto.kubernetes.authorization import generated_pb2 as _authorization  # noqa: F401
+from akri.sim.proto.kubernetes.batch import generated_pb2 as _batch  # noqa: F401
+from akri.sim.proto.kubernetes.core import generated_pb2 as _core  # noqa: F401
+from akri.sim.proto.kubernetes.meta.generated_pb2 import Unknown
+from akri.sim.proto.kubernetes.policy import generated_pb2 as _policy  # noqa: F401
+from akri.sim.proto.kubernetes.rbac import generated_pb2 as _rbac  # noqa: F401
+from akri.sim.proto.kubernetes.scheduling import generated_pb2 as _scheduling  # noqa: F401
 
 JSON = dict[str, Any]
 
