@@ -21,6 +21,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from akri import naming
+from akri.agent.changes import Changes
 from akri.agent.devices import DeviceStore
 from akri.agent.discovery.model import Device
 from akri.agent.instances import InstanceCache
@@ -98,6 +99,7 @@ class Cluster:
         self.api = api_client
         self.custom = client.CustomObjectsApi(api_client)
         self.configurations: dict[tuple[str, str], Configuration] = {}
+        self.configuration_changes = Changes()
         self.nodes: list[AgentNode] = []
 
     def lookup(self, namespace: str, name: str) -> Configuration | None:
@@ -106,15 +108,11 @@ class Cluster:
     def set_configuration(self, config: Configuration) -> None:
         """Add or change a Configuration, telling every node's manager as the watcher would."""
         self.configurations[(NAMESPACE, config.metadata.name or "")] = config
-        self.configurations_changed()
+        self.configuration_changes.changed()
 
     def delete_configuration(self, name: str) -> None:
         del self.configurations[(NAMESPACE, name)]
-        self.configurations_changed()
-
-    def configurations_changed(self) -> None:
-        for node in self.nodes:
-            node.manager.configurations_changed()
+        self.configuration_changes.changed()
 
     async def create_instance(
         self,
@@ -203,6 +201,7 @@ class Agent:
             cache,
             cluster.lookup,
             node,
+            configuration_changes=cluster.configuration_changes,
             devices=devices,
             allocations=allocations,
             device_plugins_dir=kubelet.device_plugins_dir,

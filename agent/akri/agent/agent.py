@@ -152,6 +152,7 @@ class Agent:
             cache,
             configurations.get,
             settings.agent_node_name,
+            configuration_changes=configurations.changes,
             allocations=allocations,
             device_plugins_dir=settings.device_plugins_dir,
             allocate_timeout=settings.allocate_timeout,
@@ -164,7 +165,6 @@ class Agent:
                 cache.configuration_of,
             ),
         )
-        configurations.on_change = plugins.configurations_changed
         reclaimer = Reclaimer(
             cache,
             settings.agent_node_name,
@@ -195,13 +195,16 @@ class Agent:
                 node=settings.agent_node_name,
                 state_dir=settings.kubelet_plugins_dir / DRIVER,
                 cdi_dir=settings.cdi_dir,
-                prepared_changed=lambda: slices.changed(),
             )
         )
         slices = LocalSlices(
-            api_client, cache, configurations.get, settings.agent_node_name, plugin.allocated
+            api_client,
+            cache,
+            configurations.get,
+            settings.agent_node_name,
+            plugin.allocated,
+            changes=(configurations.changes, plugin.prepared_changes),
         )
-        configurations.on_change = slices.changed
         kubelet_plugin = KubeletDraPlugin(plugin, settings.plugins_registry_dir)
         self.slices, self.dra_plugin = slices, kubelet_plugin
         return {"resource slices": slices.run(), "kubelet DRA plugin": kubelet_plugin.run()}

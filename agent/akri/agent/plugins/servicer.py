@@ -114,10 +114,10 @@ class PluginServicer(DevicePluginServicer, abc.ABC):
     send_interval = 0.0
     """Seconds between two sends of a list that only grows; 0 sends every change at once."""
 
-    def __init__(self, spec: PluginSpec, env: PluginEnv) -> None:
+    def __init__(self, spec: PluginSpec, env: PluginEnv, stream_listener: StreamListener) -> None:
         self.spec = spec
         self.env = env
-        self.stream_listener: StreamListener = lambda: lambda: None
+        self._stream_listener = stream_listener
 
     @abc.abstractmethod
     def topic(self) -> Topic:
@@ -142,7 +142,7 @@ class PluginServicer(DevicePluginServicer, abc.ABC):
     async def ListAndWatch(
         self, request: Empty, context: Context
     ) -> AsyncIterator[ListAndWatchResponse]:
-        ended = self.stream_listener()
+        ended = self._stream_listener()
         loop = asyncio.get_running_loop()
         sent: dict[str, bool] | None = None
         sent_at = -math.inf
