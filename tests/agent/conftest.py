@@ -25,6 +25,7 @@ from akri.agent.changes import Changes
 from akri.agent.devices import DeviceStore
 from akri.agent.discovery.model import Device
 from akri.agent.instances import InstanceCache
+from akri.agent.metrics import AgentMetrics
 from akri.agent.plugins import Allocations, PluginManager, Reclaimer
 from akri.api import (
     Configuration,
@@ -190,6 +191,7 @@ class Agent:
     manager: PluginManager
     reclaimer: Reclaimer | None
     tasks: list[asyncio.Task[None]]
+    metrics: AgentMetrics
 
     @classmethod
     def start(cls, cluster: Cluster, kubelet: Kubelet, options: AgentOptions) -> Agent:
@@ -197,6 +199,7 @@ class Agent:
         cache = InstanceCache(cluster.api)
         devices = DeviceStore()
         allocations = Allocations(options.clock)
+        metrics = AgentMetrics()
         manager = PluginManager(
             cache,
             cluster.lookup,
@@ -204,6 +207,7 @@ class Agent:
             configuration_changes=cluster.configuration_changes,
             devices=devices,
             allocations=allocations,
+            metrics=metrics,
             device_plugins_dir=kubelet.device_plugins_dir,
             allocate_timeout=options.allocate_timeout,
             watch_interval=WATCH_INTERVAL_S,
@@ -216,6 +220,7 @@ class Agent:
                 node,
                 kubelet.pod_resources_socket,
                 allocations=allocations,
+                metrics=metrics,
                 interval=options.interval,
                 grace=options.grace,
                 clock=options.clock,
@@ -227,7 +232,7 @@ class Agent:
             *([reclaimer.run()] if reclaimer else []),
         ]
         tasks = [asyncio.create_task(run, name=f"agent of {node}") for run in runs]
-        return cls(cache, devices, allocations, manager, reclaimer, tasks)
+        return cls(cache, devices, allocations, manager, reclaimer, tasks, metrics)
 
     async def stop(self) -> None:
         for task in self.tasks:
@@ -260,6 +265,10 @@ class AgentNode:
     @property
     def allocations(self) -> Allocations:
         return self.agent.allocations
+
+    @property
+    def metrics(self) -> AgentMetrics:
+        return self.agent.metrics
 
     async def restart_agent(self) -> None:
         """The agent process stops and a new one starts, with nothing but the API and kubelet."""

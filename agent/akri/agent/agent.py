@@ -16,7 +16,6 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from akri.agent import metrics
 from akri.agent.configurations import ConfigurationWatcher
 from akri.agent.devices import DeviceStore
 from akri.agent.discovery.handler import DiscoveryHandler
@@ -28,6 +27,7 @@ from akri.agent.dra.server import KubeletDraPlugin
 from akri.agent.dra_slices import LocalSlices
 from akri.agent.instance_reports import InstanceReporter
 from akri.agent.instances import InstanceCache
+from akri.agent.metrics import AgentMetrics
 from akri.agent.plugins import Allocations, PluginManager, Reclaimer
 from akri.agent.plugins.problems import PluginProblems
 from akri.agent.runner import RunnerEnv
@@ -76,6 +76,8 @@ class Agent:
         for handler in default_handlers(settings) if handlers is None else handlers:
             self.registry.add(handler)
         self._api_client = api_client
+        self.metrics = AgentMetrics()
+        """This agent's metrics, on its own registry (the one its telemetry serves)."""
         self.devices = DeviceStore()
         """Discovered devices' mounts and device nodes, for the plugins."""
         self.cache: InstanceCache | None = None
@@ -106,8 +108,9 @@ class Agent:
 
     async def _run(self, api_client: client.ApiClient) -> None:
         settings, node = self.settings, self.settings.agent_node_name
+        metrics = self.metrics
         cache = InstanceCache(
-            api_client, settings.akri_namespace, on_conflict=metrics.SLOT_CONFLICT_RETRIES.inc
+            api_client, settings.akri_namespace, on_conflict=metrics.slot_conflict_retries.inc
         )
         devices = self.devices
         env = RunnerEnv(
@@ -118,6 +121,7 @@ class Agent:
             reporter=lambda: StatusReporter(api_client, node),
             read_properties=kube_reader(api_client),
             offline_grace=settings.offline_grace,
+            metrics=metrics,
             allowed_mounts=settings.allowed_mount_paths,
         )
         configurations = ConfigurationWatcher(api_client, env, settings.akri_namespace)
@@ -133,7 +137,9 @@ class Agent:
                 RegistrationServer(self.registry, settings.discovery_handlers_directory)
             )
             if settings.metrics_port:
-                telemetry = await serve_telemetry(settings.metrics_port, lambda: self.ready)
+                telemetry = await serve_telemetry(
+                    settings.metrics_port, lambda: self.ready, metrics.registry
+                )
                 stack.push_async_callback(telemetry.cleanup)
             log.info("agent of node %s starting in %s mode", node, self.mode)
             async with asyncio.TaskGroup() as tasks:
@@ -154,6 +160,7 @@ class Agent:
             settings.agent_node_name,
             configuration_changes=configurations.changes,
             allocations=allocations,
+            metrics=self.metrics,
             device_plugins_dir=settings.device_plugins_dir,
             allocate_timeout=settings.allocate_timeout,
             devices=devices,
@@ -170,6 +177,7 @@ class Agent:
             settings.agent_node_name,
             settings.pod_resources_socket,
             allocations=allocations,
+            metrics=self.metrics,
             interval=settings.reclaim_interval,
             grace=settings.reclaim_grace,
         )

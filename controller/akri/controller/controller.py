@@ -17,7 +17,6 @@ from pydantic import ValidationError
 
 from akri import naming
 from akri.backoff import Backoff
-from akri.controller import metrics
 from akri.controller.brokers import reconcile_instance
 from akri.controller.configurations import note_refusal, reconcile_configuration
 from akri.controller.context import (
@@ -33,6 +32,7 @@ from akri.controller.context import (
     instance_nodes,
 )
 from akri.controller.dra import DraPublisher
+from akri.controller.metrics import BrokerPodCount, ControllerMetrics
 from akri.controller.node_loss import reconcile_node
 from akri.controller.nodes import NodeWatch, is_ready
 from akri.controller.retries import Retries
@@ -49,10 +49,17 @@ RECONCILE_RETRY_S = (0.2, 30.0)
 
 
 class Controller:
-    """`await Controller(api_client, tuning).run()` until cancelled."""
+    """`await Controller(api_client, tuning, metrics=...).run()` until cancelled (while leading)."""
 
-    def __init__(self, api_client: client.ApiClient, tuning: Tuning | None = None) -> None:
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        tuning: Tuning | None = None,
+        *,
+        metrics: ControllerMetrics,
+    ) -> None:
         tuning = tuning or Tuning()
+        self.metrics = metrics
         self.tuning = tuning
         self.queue: WorkQueue[WorkKey] = WorkQueue()
         on = OnChanges(
@@ -75,7 +82,7 @@ class Controller:
             self.nodes,
         )
         self._failures: Retries[WorkKey] = Retries(lambda: Backoff(*RECONCILE_RETRY_S))
-        self._pod_count = metrics.BrokerPodCount()
+        self._pod_count = BrokerPodCount(metrics.broker_pods)
         self._api_client = api_client
         self.dra: DraPublisher | None = None
         self._claim_pools: dict[Key, set[str]] = {}
@@ -84,6 +91,7 @@ class Controller:
         self.ready = False
 
     async def run(self) -> None:
+        self.metrics.leader.set(1)
         try:
             async with asyncio.TaskGroup() as tasks:
                 for cache in self.caches.all():
@@ -110,6 +118,7 @@ class Controller:
             self.ready = False
             self.queue.close()
             self._pod_count.clear()
+            self.metrics.leader.set(0)
 
     async def _sweep(self, dra: DraPublisher) -> None:
         """Remove what deleted Configurations left, retrying API errors: the controller
@@ -228,13 +237,13 @@ class Controller:
                 )
             else:
                 log.exception("reconcile of %s %s/%s failed; retry in %.1fs", *key, delay)
-            metrics.RECONCILES.labels(kind, "error").inc()
+            self.metrics.reconciles.labels(kind, "error").inc()
             self.queue.add_after(key, delay)
             if is_refusal(error):
                 await note_refusal(self.context, key, self._configuration_of(key), describe(error))
         else:
             self._failures.succeeded(key)
-            metrics.RECONCILES.labels(kind, "ok").inc()
+            self.metrics.reconciles.labels(kind, "ok").inc()
             await note_refusal(self.context, key, None, None)
         finally:
-            metrics.RECONCILE_SECONDS.labels(kind).observe(loop.time() - started)
+            self.metrics.reconcile_seconds.labels(kind).observe(loop.time() - started)

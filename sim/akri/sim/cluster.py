@@ -29,6 +29,7 @@ from akri.agent.settings import AgentSettings
 from akri.api import crd_definitions
 from akri.controller.context import Tuning
 from akri.controller.controller import Controller
+from akri.controller.metrics import ControllerMetrics
 from akri.discovery_handlers.debug_echo import DebugEcho
 from akri.dra.mode import Mode
 from akri.kube.calls import call
@@ -272,7 +273,8 @@ class Cluster(Service):
         self._spawn(DisruptionController(self._client).run(), "disruption-controller")
         if self._controller is not None:
             tuning = dataclasses.replace(self._controller, mode=self.mode)
-            self._spawn(Controller(self._client, tuning).run(), "controller")
+            controller = Controller(self._client, tuning, metrics=ControllerMetrics())
+            self._spawn(controller.run(), "controller")
 
     def start_agent(self, name: str) -> Agent:
         """Run a new akri agent on node `name` (after `stop_agent`, its restart)."""

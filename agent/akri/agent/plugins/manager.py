@@ -20,6 +20,7 @@ from akri import slots
 from akri.agent.changes import Changes
 from akri.agent.devices import DeviceStore
 from akri.agent.instances import InstanceCache, Subscription
+from akri.agent.metrics import AgentMetrics
 from akri.agent.plugins.allocations import Allocations
 from akri.agent.plugins.configuration_level import ConfigurationPlugin
 from akri.agent.plugins.desired import (
@@ -75,6 +76,7 @@ class PluginManager:
         configuration_changes: Changes,
         devices: DeviceStore,
         allocations: Allocations,
+        metrics: AgentMetrics,
         device_plugins_dir: Path = Path(DEVICE_PLUGIN_PATH),
         allocate_timeout: float = ALLOCATE_TIMEOUT_S,
         rediscovery_wait: float = REDISCOVERY_WAIT_S,
@@ -94,11 +96,12 @@ class PluginManager:
             cache=cache,
             configurations=configurations,
             node=node,
-            commits=GroupCommit(cache, node, allocations, allocate_timeout),
+            commits=GroupCommit(cache, node, allocations, allocate_timeout, metrics),
             allocate_timeout=allocate_timeout,
             devices=devices,
             rediscovery_wait=rediscovery_wait,
             warn_once=self._warn_once,
+            metrics=metrics,
         )
         self._watch = KubeletWatch(device_plugins_dir / KUBELET_SOCKET_NAME, watch_interval)
         self._registration = KubeletRegistration(self._watch.kubelet_socket, REGISTER_TIMEOUT_S)
