@@ -9,6 +9,7 @@ retried with backoff; nothing here ever stops the controller.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 
 from kubernetes_asyncio import client
@@ -48,8 +49,17 @@ RECONCILE_RETRY_S = (0.2, 30.0)
 """First and longest wait before a failed reconcile runs again."""
 
 
+async def resolved(api_client: client.ApiClient, tuning: Tuning) -> Tuning:
+    """`tuning` with its mode resolved: `auto` becomes DRA or device plugins as the cluster
+    allows (docs/design.md §8a)."""
+    return dataclasses.replace(tuning, mode=await resolve(tuning.mode, api_client))
+
+
 class Controller:
-    """`await Controller(api_client, tuning, metrics=...).run()` until cancelled (while leading)."""
+    """`await Controller(api_client, tuning, metrics=...).run()` until cancelled (while leading).
+
+    The tuning's mode is resolved already (`resolved`): what the controller follows and
+    publishes depends on it."""
 
     def __init__(
         self,
@@ -59,6 +69,9 @@ class Controller:
         metrics: ControllerMetrics,
     ) -> None:
         tuning = tuning or Tuning()
+        if tuning.mode is Mode.AUTO:
+            raise ValueError("the controller's mode is resolved before it is built (`resolved`)")
+        dra = tuning.mode is Mode.DRA
         self.metrics = metrics
         self.tuning = tuning
         self.queue: WorkQueue[WorkKey] = WorkQueue()
@@ -69,8 +82,10 @@ class Controller:
             self._on_job,
             self._on_service,
             self._on_node,
+            self._on_claim_template,
+            self._on_claim,
         )
-        self.caches = Caches(api_client, tuning.namespace, on)
+        self.caches = Caches(api_client, tuning.namespace, on, dra=dra)
         self.nodes = NodeWatch(tuning.node_grace)
         self.context = Context(
             api_client,
@@ -80,14 +95,14 @@ class Controller:
             tuning,
             asyncio.Semaphore(tuning.max_in_flight),
             self.nodes,
+            dra=dra,
         )
         self._failures: Retries[WorkKey] = Retries(lambda: Backoff(*RECONCILE_RETRY_S))
         self._pod_count = BrokerPodCount(metrics.broker_pods)
-        self._api_client = api_client
-        self.dra: DraPublisher | None = None
+        self.dra = DraPublisher(api_client, self.caches) if dra else None
+        """What the controller publishes in DRA mode."""
         self._claim_pools: dict[Key, set[str]] = {}
         """The akri.sh pools each ResourceClaim was last seen holding devices of."""
-        """Set in DRA mode once the mode is resolved."""
         self.ready = False
 
     async def run(self) -> None:
@@ -98,15 +113,7 @@ class Controller:
                     tasks.create_task(cache.run(), name="controller-watch")
                 for cache in self.caches.all():
                     await cache.wait_synced()
-                if await resolve(self.tuning.mode, self._api_client) is Mode.DRA:
-                    templates = self.caches.follow_claim_templates(self._on_claim_template)
-                    claims = self.caches.follow_claims(self._on_claim)
-                    for cache in (templates, claims):
-                        tasks.create_task(cache.run(), name="controller-watch")
-                    for cache in (templates, claims):
-                        await cache.wait_synced()
-                    self.context.dra = True
-                    self.dra = DraPublisher(self._api_client, self.caches)
+                if self.dra is not None:
                     await self._sweep(self.dra)
                     for namespace, name in list(self.caches.configurations.reflector.objects):
                         self.queue.add((CONFIGURATION, namespace, name))

@@ -19,7 +19,7 @@ from kubernetes_asyncio import client
 from akri import logs
 from akri.backoff import Backoff
 from akri.controller.certificate_keeper import CertificateKeeper
-from akri.controller.controller import Controller
+from akri.controller.controller import Controller, resolved
 from akri.controller.leader import LeaderElector
 from akri.controller.metrics import ControllerMetrics
 from akri.controller.settings import ControllerSettings, load_settings
@@ -77,7 +77,8 @@ async def run(settings: ControllerSettings) -> int:
 async def _run_until(stop: asyncio.Event, settings: ControllerSettings) -> int:
     async with await connect.api_client(settings.kubeconfig) as api:
         metrics = ControllerMetrics()
-        controller = Controller(api, settings.tuning(), metrics=metrics)
+        tuning = await resolved(api, settings.tuning())
+        controller = Controller(api, tuning, metrics=metrics)
         candidate = elector(settings, api) if settings.leader_election else None
 
         def ready() -> bool:

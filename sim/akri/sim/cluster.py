@@ -28,7 +28,7 @@ from akri.agent.agent import Agent
 from akri.agent.settings import AgentSettings
 from akri.api import crd_definitions
 from akri.controller.context import Tuning
-from akri.controller.controller import Controller
+from akri.controller.controller import Controller, resolved
 from akri.controller.metrics import ControllerMetrics
 from akri.discovery_handlers.debug_echo import DebugEcho
 from akri.dra.mode import Mode
@@ -272,7 +272,9 @@ class Cluster(Service):
         self._spawn(WorkloadControllers(self._client).run(), "workload-controllers")
         self._spawn(DisruptionController(self._client).run(), "disruption-controller")
         if self._controller is not None:
-            tuning = dataclasses.replace(self._controller, mode=self.mode)
+            tuning = await resolved(
+                self._client, dataclasses.replace(self._controller, mode=self.mode)
+            )
             controller = Controller(self._client, tuning, metrics=ControllerMetrics())
             self._spawn(controller.run(), "controller")
 
