@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import grpc
 from kubernetes_asyncio import client
-from prometheus_client import REGISTRY
+from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from akri import naming
@@ -286,9 +286,9 @@ async def follow_creates(
     return first, time.monotonic(), peak
 
 
-def metric(name: str, labels: dict[str, str] | None = None) -> float:
-    """A sample of this process's default Prometheus registry (0 when never observed)."""
-    return REGISTRY.get_sample_value(name, labels or {}) or 0.0
+def metric(registry: CollectorRegistry, name: str, labels: dict[str, str] | None = None) -> float:
+    """A sample of an in-process agent's registry (0 when never observed)."""
+    return registry.get_sample_value(name, labels or {}) or 0.0
 
 
 def rss_kb(pid: int | str = "self") -> dict[str, int]:
@@ -322,12 +322,12 @@ def _named_cpu(proc: Path) -> tuple[str, float]:
     return head.partition("(")[2], (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def allocate_seconds() -> dict[str, float]:
+def allocate_seconds(registry: CollectorRegistry) -> dict[str, float]:
     """Sum and count of akri_allocation_latency_seconds of instance-level Allocates."""
     level = {"level": "instance"}
     return {
-        "sum": metric("akri_allocation_latency_seconds_sum", level),
-        "count": metric("akri_allocation_latency_seconds_count", level),
+        "sum": metric(registry, "akri_allocation_latency_seconds_sum", level),
+        "count": metric(registry, "akri_allocation_latency_seconds_count", level),
     }
 
 

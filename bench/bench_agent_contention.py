@@ -94,6 +94,8 @@ class Node:
     kubelet: Kubelet
     process: AgentProcess | None
     """The agent's own process; None when it runs on this process's event loop."""
+    agent: Agent | None = None
+    """The agent when it runs on this process's event loop."""
 
 
 @dataclass
@@ -122,9 +124,13 @@ class Counters:
 
 async def counters(nodes: list[Node]) -> Counters:
     processes = [node.process for node in nodes if node.process is not None]
-    if not processes:  # in-process agents count in this process's registry
-        conflicts = metric("akri_slot_conflict_retries_total")
-        return Counters(conflicts, metric("akri_allocate_batches_total"), 0.0)
+    if not processes:  # in-process agents count in their own registries
+        registries = [node.agent.metrics.registry for node in nodes if node.agent is not None]
+        return Counters(
+            sum(metric(r, "akri_slot_conflict_retries_total") for r in registries),
+            sum(metric(r, "akri_allocate_batches_total") for r in registries),
+            0.0,
+        )
     stats = await asyncio.gather(*(process.stats() for process in processes))
     return Counters(
         sum(s.conflicts for s in stats), sum(s.batches for s in stats), sum(s.cpu for s in stats)
@@ -184,7 +190,7 @@ async def running_nodes(
         for i in range(count):
             name = f"node-{i}"
             kubelet = await stack.enter_async_context(kubelet_for(root, name))
-            process = None
+            process, agent = None, None
             if in_process:
                 settings = agent_settings(root, name, reclaim_grace=RECLAIM_GRACE_S)
                 echo = DebugEcho(shared=True, availability_file=None)
@@ -196,7 +202,7 @@ async def running_nodes(
                     root, kubeconfig, name, RECLAIM_GRACE=str(RECLAIM_GRACE_S), LOG_LEVEL="ERROR"
                 )
                 stack.push_async_callback(process.stop)
-            nodes.append(Node(name, kubelet, process))
+            nodes.append(Node(name, kubelet, process, agent))
         try:
             yield nodes
         finally:

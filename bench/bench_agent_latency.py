@@ -204,9 +204,9 @@ async def allocate_in_process(root: Path, kubeconfig: Path, allocations: int) ->
             for name, plugin in agent.plugins.plugins.items():
                 assert plugin.server is not None
                 sockets[name] = plugin.server.socket
-            before = allocate_seconds()
+            before = allocate_seconds(agent.metrics.registry)
             samples, refused, trips = await timed_allocations(sockets, names, capacity, allocations)
-            after = allocate_seconds()
+            after = allocate_seconds(agent.metrics.registry)
     return Measured(samples, refused, trips, server_mean(before, after))
 
 

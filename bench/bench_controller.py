@@ -23,6 +23,7 @@ from akri import naming
 from akri.api import Configuration, crd_definitions, new_instance
 from akri.controller.context import Tuning
 from akri.controller.controller import Controller
+from akri.controller.metrics import ControllerMetrics
 from akri.sim.apiserver import ApiServer
 from akri.sim.cluster import load_client
 from akri.sim.kubelet.objects import node_status
@@ -97,7 +98,7 @@ async def bench(steady_s: float) -> list[tuple[str, str]]:
             async with await load_client(kubeconfig) as setup:
                 await populate(setup)
             async with await load_client(kubeconfig) as api:
-                controller = Controller(api, Tuning())
+                controller = Controller(api, Tuning(), metrics=ControllerMetrics())
                 with counting(server) as requests:
                     task = asyncio.create_task(controller.run())
                     try:

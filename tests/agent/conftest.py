@@ -21,8 +21,10 @@ import pytest
 from kubernetes_asyncio import client
 
 from akri import naming
+from akri.agent.changes import Changes
 from akri.agent.devices import DeviceStore
 from akri.agent.instances import InstanceCache
+from akri.agent.metrics import AgentMetrics
 from akri.agent.plugins import Allocations, PluginManager, Reclaimer
 from akri.api import (
     Configuration,
@@ -98,6 +100,7 @@ class Cluster:
         self.api = api_client
         self.custom = client.CustomObjectsApi(api_client)
         self.configurations: dict[tuple[str, str], Configuration] = {}
+        self.configuration_changes = Changes()
         self.nodes: list[AgentNode] = []
 
     def lookup(self, namespace: str, name: str) -> Configuration | None:
@@ -106,15 +109,11 @@ class Cluster:
     def set_configuration(self, config: Configuration) -> None:
         """Add or change a Configuration, telling every node's manager as the watcher would."""
         self.configurations[(NAMESPACE, config.metadata.name or "")] = config
-        self.configurations_changed()
+        self.configuration_changes.changed()
 
     def delete_configuration(self, name: str) -> None:
         del self.configurations[(NAMESPACE, name)]
-        self.configurations_changed()
-
-    def configurations_changed(self) -> None:
-        for node in self.nodes:
-            node.manager.configurations_changed()
+        self.configuration_changes.changed()
 
     async def create_instance(
         self,
@@ -192,6 +191,7 @@ class Agent:
     manager: PluginManager
     reclaimer: Reclaimer | None
     tasks: list[asyncio.Task[None]]
+    metrics: AgentMetrics
 
     @classmethod
     def start(cls, cluster: Cluster, kubelet: Kubelet, options: AgentOptions) -> Agent:
@@ -199,12 +199,15 @@ class Agent:
         cache = InstanceCache(cluster.api)
         devices = DeviceStore()
         allocations = Allocations(options.clock)
+        metrics = AgentMetrics()
         manager = PluginManager(
             cache,
             cluster.lookup,
             node,
+            configuration_changes=cluster.configuration_changes,
             devices=devices,
             allocations=allocations,
+            metrics=metrics,
             device_plugins_dir=kubelet.device_plugins_dir,
             allocate_timeout=options.allocate_timeout,
             watch_interval=WATCH_INTERVAL_S,
@@ -217,6 +220,7 @@ class Agent:
                 node,
                 kubelet.pod_resources_socket,
                 allocations=allocations,
+                metrics=metrics,
                 interval=options.interval,
                 grace=options.grace,
                 clock=options.clock,
@@ -228,7 +232,7 @@ class Agent:
             *([reclaimer.run()] if reclaimer else []),
         ]
         tasks = [asyncio.create_task(run, name=f"agent of {node}") for run in runs]
-        return cls(cache, devices, allocations, manager, reclaimer, tasks)
+        return cls(cache, devices, allocations, manager, reclaimer, tasks, metrics)
 
     async def stop(self) -> None:
         for task in self.tasks:
@@ -261,6 +265,10 @@ class AgentNode:
     @property
     def allocations(self) -> Allocations:
         return self.agent.allocations
+
+    @property
+    def metrics(self) -> AgentMetrics:
+        return self.agent.metrics
 
     async def restart_agent(self) -> None:
         """The agent process stops and a new one starts, with nothing but the API and kubelet."""

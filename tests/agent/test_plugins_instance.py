@@ -10,7 +10,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-from prometheus_client import REGISTRY
 
 from akri import naming
 from akri.sim.kubelet import UNEXPECTED_ADMISSION_ERROR, AdmissionError, Container
@@ -167,8 +166,12 @@ async def test_an_instance_that_leaves_the_node_loses_its_plugin(
     assert not list(a.kubelet.device_plugins_dir.glob("akri.sh-cam-*.sock"))
 
 
-def sends(level: str) -> float:
-    return REGISTRY.get_sample_value("akri_list_and_watch_sends_total", {"level": level}) or 0.0
+def sends(node: AgentNode, level: str) -> float:
+    """Lists this node's plugins of `level` sent, by the node's own metrics."""
+    found = node.metrics.registry.get_sample_value(
+        "akri_list_and_watch_sends_total", {"level": level}
+    )
+    return found or 0.0
 
 
 async def test_lists_are_sent_only_when_they_change(
@@ -180,14 +183,32 @@ async def test_lists_are_sent_only_when_they_change(
     a = await start_node("node-a")
     await a.until_capacity(resource, 2, 2)
     await a.until_capacity("akri.sh/cam", 1, 1)
-    before = {level: sends(level) for level in ("instance", "configuration")}
+    assert (sends(a, "instance"), sends(a, "configuration")) == (1, 1)
 
     await cluster.change_instance(name, broker_properties={"NEW": "1"})  # same slots
     await cluster.change_instance(name, capacity=3)  # one more slot; still one CL id
     await a.until_capacity(resource, 3, 3)
 
-    assert sends("instance") == before["instance"] + 1
-    assert sends("configuration") == before["configuration"]
+    assert (sends(a, "instance"), sends(a, "configuration")) == (2, 1)
+
+
+def granted(node: AgentNode) -> float:
+    """Instance-level Allocates this node granted, by the node's own metrics."""
+    found = node.metrics.registry.get_sample_value(
+        "akri_allocations_total", {"level": "instance", "result": "granted"}
+    )
+    return found or 0.0
+
+
+async def test_each_agent_counts_only_its_own_allocations(
+    cluster: Cluster, start_node: StartNode
+) -> None:
+    """Agents sharing a process (the simulator's nodes) keep their own metrics."""
+    _, resource, a, b = await shared_by_two_nodes(cluster, start_node, capacity=2)
+
+    await a.admit(Container("app", {resource: 1}))
+
+    assert (granted(a), granted(b)) == (1, 0)
 
 
 async def test_the_longest_names_are_served_under_a_long_device_plugins_directory(

@@ -85,6 +85,7 @@ async def race(cluster: Cluster, start_node: StartNode, rounds: int, *, seed: in
             node.name,
             node.kubelet.pod_resources_socket,
             allocations=node.allocations,
+            metrics=node.metrics,
             grace=1.0,
             clock=clock,
         )

@@ -42,6 +42,7 @@ def reclaimer(node: AgentNode, clock: Clock, write_timeout: float = WRITE_TIMEOU
         node.name,
         node.kubelet.pod_resources_socket,
         allocations=node.allocations,
+        metrics=node.metrics,
         grace=GRACE_S,
         write_timeout=write_timeout,
         clock=clock,

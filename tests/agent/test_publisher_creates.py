@@ -10,6 +10,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from akri import naming
 from akri.agent.devices import DeviceStore
 from akri.agent.instances import InstanceCache
+from akri.agent.metrics import AgentMetrics
 from akri.agent.publisher import InstancePublisher
 from akri.api import Configuration, Instance
 from akri.backoff import Backoff
@@ -50,7 +51,7 @@ async def test_throttling_and_errors_lose_no_instance_and_write_each_once(
         apiserver.faults.add(FaultRule(verb=verb, resource="instances"))
         for verb in ("update", "patch", "delete")
     ]
-    publisher = InstancePublisher(cache, NODE, 0.0, time.monotonic, DeviceStore())
+    publisher = InstancePublisher(cache, NODE, 0.0, time.monotonic, DeviceStore(), AgentMetrics())
     statuses: list[int] = []
     async with running(cache.run()):
         await cache.synced.wait()

@@ -11,7 +11,7 @@ from pathlib import Path
 import grpc
 import pytest
 from kubernetes_asyncio import client
-from prometheus_client import REGISTRY, generate_latest
+from prometheus_client import generate_latest
 
 from akri import naming
 from akri.agent.discovery.registration import MAX_REQUEST_BYTES
@@ -137,7 +137,9 @@ async def test_secret_values_never_show_in_logs_events_conditions_or_metrics(
     async with (
         FakeCamera(port=port, uuid=UUID, password=SECRET) as camera,
         FakeCamera(port=port, uuid="0b5c5c3a-5e7e-4b52-9a3b-5e0a1d2c3b4f", password="other"),
-        running_agent(api, socket_dir, "node-x", handlers=[Onvif(port=port, request_timeout=2)]),
+        running_agent(
+            api, socket_dir, "node-x", handlers=[Onvif(port=port, request_timeout=2)]
+        ) as node,
     ):
         for name, properties in (("cams", [user, password]), ("broken", [user, missing])):
             await k.apply(
@@ -159,7 +161,7 @@ async def test_secret_values_never_show_in_logs_events_conditions_or_metrics(
             str(await k.read_configuration("broken")),
             str(await core.list_namespaced_event(NAMESPACE)),
             str(await k.instances()),
-            generate_latest(REGISTRY).decode(),
+            generate_latest(node.agent.metrics.registry).decode(),
         ]
     assert [SECRET in text for text in written] == [False] * len(written)
     assert naming.GROUP in written[1]  # what was searched is really there

@@ -15,6 +15,7 @@ from akri import naming
 from akri.api import Configuration, Instance, new_instance
 from akri.controller.context import Tuning
 from akri.controller.controller import Controller
+from akri.controller.metrics import ControllerMetrics
 from akri.sim.cluster import Cluster
 from akri.sim.kubelet.objects import node_status
 from tests.kubelet.plugin import FakePlugin, device
@@ -142,7 +143,7 @@ FAST = Tuning(node_grace=0.5, backoff_initial=0.05, backoff_max=0.4, workers=4)
 
 @contextlib.asynccontextmanager
 async def running(api: client.ApiClient, tuning: Tuning = FAST) -> AsyncIterator[Controller]:
-    controller = Controller(api, tuning)
+    controller = Controller(api, tuning, metrics=ControllerMetrics())
     async with background(controller.run()):
         yield controller
 

@@ -6,7 +6,6 @@ from collections.abc import Awaitable
 from typing import Any
 
 from kubernetes_asyncio import client
-from prometheus_client import REGISTRY
 
 from akri import naming
 from akri.sim.cluster import Cluster
@@ -47,7 +46,7 @@ async def test_shared_instances_get_a_running_broker_per_node_and_services(
         for node in NODES
     }
 
-    async with running(api):
+    async with running(api) as controller:
 
         async def all_running() -> bool:
             found = phases(await pods(api))
@@ -90,7 +89,7 @@ async def test_shared_instances_get_a_running_broker_per_node_and_services(
 
         for node in NODES:
             assert (
-                REGISTRY.get_sample_value(
+                controller.metrics.registry.get_sample_value(
                     "akri_broker_pod_count", {"configuration": "cam", "node": node}
                 )
                 == 2

@@ -13,6 +13,7 @@ from kubernetes_asyncio import client
 from akri import naming
 from akri.controller.controller import Controller
 from akri.controller.leader import LeaderElector, LeaseTiming
+from akri.controller.metrics import ControllerMetrics
 from akri.sim.apiserver import ApiServer
 from akri.sim.cluster import load_client
 from tests.controller.conftest import (
@@ -41,7 +42,7 @@ class Replica:
         self.elector = LeaderElector(
             api, NAMESPACE, LEASE, identity, TIMING, release_on_exit=release
         )
-        self.controller = Controller(api, FAST)
+        self.controller = Controller(api, FAST, metrics=ControllerMetrics())
         self.task = asyncio.create_task(self.elector.run(self.controller.run), name=identity)
 
     async def stop(self) -> None:

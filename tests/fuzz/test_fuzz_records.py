@@ -160,6 +160,7 @@ async def served(cluster: Cluster, start_node: StartNode) -> Served:
         node.name,
         node.kubelet.pod_resources_socket,
         allocations=node.allocations,
+        metrics=node.metrics,
         clock=clock,
     )
     return Served(cluster, node, instance, reclaimer)

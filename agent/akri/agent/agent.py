@@ -16,7 +16,6 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from akri.agent import metrics
 from akri.agent.configurations import ConfigurationWatcher
 from akri.agent.devices import DeviceStore
 from akri.agent.discovery.kube_properties import kube_reader
@@ -27,6 +26,7 @@ from akri.agent.dra.server import KubeletDraPlugin
 from akri.agent.dra_slices import LocalSlices
 from akri.agent.instance_reports import InstanceReporter
 from akri.agent.instances import InstanceCache
+from akri.agent.metrics import AgentMetrics
 from akri.agent.plugins import Allocations, PluginManager, Reclaimer
 from akri.agent.plugins.problems import PluginProblems
 from akri.agent.runner import RunnerEnv
@@ -74,6 +74,8 @@ class Agent:
         for handler in default_handlers(settings) if handlers is None else handlers:
             self.registry.add(handler)
         self._api_client = api_client
+        self.metrics = AgentMetrics()
+        """This agent's metrics, on its own registry (the one its telemetry serves)."""
         self.devices = DeviceStore()
         """Discovered devices' mounts and device nodes, for the plugins."""
         self.cache: InstanceCache | None = None
@@ -104,8 +106,9 @@ class Agent:
 
     async def _run(self, api_client: client.ApiClient) -> None:
         settings, node = self.settings, self.settings.agent_node_name
+        metrics = self.metrics
         cache = InstanceCache(
-            api_client, settings.akri_namespace, on_conflict=metrics.SLOT_CONFLICT_RETRIES.inc
+            api_client, settings.akri_namespace, on_conflict=metrics.slot_conflict_retries.inc
         )
         devices = self.devices
         env = RunnerEnv(
@@ -116,6 +119,7 @@ class Agent:
             reporter=lambda: StatusReporter(api_client, node),
             read_properties=kube_reader(api_client),
             offline_grace=settings.offline_grace,
+            metrics=metrics,
             allowed_mounts=settings.allowed_mount_paths,
         )
         configurations = ConfigurationWatcher(api_client, env, settings.akri_namespace)
@@ -131,7 +135,9 @@ class Agent:
                 RegistrationServer(self.registry, settings.discovery_handlers_directory)
             )
             if settings.metrics_port:
-                telemetry = await serve_telemetry(settings.metrics_port, lambda: self.ready)
+                telemetry = await serve_telemetry(
+                    settings.metrics_port, lambda: self.ready, metrics.registry
+                )
                 stack.push_async_callback(telemetry.cleanup)
             log.info("agent of node %s starting in %s mode", node, self.mode)
             async with asyncio.TaskGroup() as tasks:
@@ -150,7 +156,9 @@ class Agent:
             cache,
             configurations.get,
             settings.agent_node_name,
+            configuration_changes=configurations.changes,
             allocations=allocations,
+            metrics=self.metrics,
             device_plugins_dir=settings.device_plugins_dir,
             allocate_timeout=settings.allocate_timeout,
             devices=devices,
@@ -162,12 +170,12 @@ class Agent:
                 cache.configuration_of,
             ),
         )
-        configurations.on_change = plugins.configurations_changed
         reclaimer = Reclaimer(
             cache,
             settings.agent_node_name,
             settings.pod_resources_socket,
             allocations=allocations,
+            metrics=self.metrics,
             interval=settings.reclaim_interval,
             grace=settings.reclaim_grace,
         )
@@ -193,13 +201,16 @@ class Agent:
                 node=settings.agent_node_name,
                 state_dir=settings.kubelet_plugins_dir / DRIVER,
                 cdi_dir=settings.cdi_dir,
-                prepared_changed=lambda: slices.changed(),
             )
         )
         slices = LocalSlices(
-            api_client, cache, configurations.get, settings.agent_node_name, plugin.allocated
+            api_client,
+            cache,
+            configurations.get,
+            settings.agent_node_name,
+            plugin.allocated,
+            changes=(configurations.changes, plugin.prepared_changes),
         )
-        configurations.on_change = slices.changed
         kubelet_plugin = KubeletDraPlugin(plugin, settings.plugins_registry_dir)
         self.slices, self.dra_plugin = slices, kubelet_plugin
         return {"resource slices": slices.run(), "kubelet DRA plugin": kubelet_plugin.run()}

@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable
 
 from kubernetes_asyncio import client
 from pydantic import ValidationError
 
+from akri.agent.changes import Changes
 from akri.agent.runner import ConfigurationRunner, RunnerEnv
 from akri.agent.status import CONFIGURATIONS
 from akri.api import ConditionType, Configuration, ConfigurationStatus
@@ -44,8 +44,8 @@ class ConfigurationWatcher:
             )
         )
         self.reflector = Reflector(list_configurations, self._observe)
-        self.on_change: Callable[[], None] = lambda: None
-        """Called after a Configuration was added or removed, or its spec changed."""
+        self.changes = Changes()
+        """Told after a Configuration was added or removed, or its spec changed."""
         self._env = env
         self._api_client = api_client
         self._runners: dict[Key, ConfigurationRunner] = {}
@@ -83,7 +83,7 @@ class ConfigurationWatcher:
             del self._runners[key]
             runner.delete()
             log.info("Configuration %s/%s deleted: discovery stops", *key)
-            self.on_change()
+            self.changes.changed()
         if kind == "DELETED" or obj["metadata"].get("deletionTimestamp"):
             return
         try:
@@ -95,12 +95,12 @@ class ConfigurationWatcher:
         runner = self._runners.get(key)
         if runner is None:
             self._start(key, configuration)
-            self.on_change()
+            self.changes.changed()
         else:
             spec_changed = configuration.spec != runner.configuration.spec
             runner.update(configuration)
             if spec_changed:  # not on every status write
-                self.on_change()
+                self.changes.changed()
 
     def _start(self, key: Key, configuration: Configuration) -> None:
         runner = ConfigurationRunner(configuration, self._env)

@@ -11,13 +11,15 @@ kubelet deletes all of its node's slices when it starts (docs/design.md §8a).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 
 from kubernetes_asyncio import client
 
 from akri import naming
+from akri.agent.changes import Changes
 from akri.agent.instances import InstanceCache, Subscription
 from akri.api import Configuration
 from akri.backoff import Backoff
@@ -33,8 +35,7 @@ ConfigurationLookup = Callable[[str, str], Configuration | None]
 
 
 class LocalSlices:
-    """Run with `run()`; call `changed()` when a Configuration changes or a claim is prepared or
-    unprepared here. `allocated(pool)` names the devices of a pool that this node's claims
+    """Run with `run()`. `allocated(pool)` names the devices of a pool that this node's claims
     hold: a lowered capacity keeps those offered (`akri.dra.devices.offered_slots`)."""
 
     def __init__(
@@ -44,9 +45,13 @@ class LocalSlices:
         configurations: ConfigurationLookup,
         node: str,
         allocated: Callable[[str], Collection[str]],
+        changes: Sequence[Changes],
     ) -> None:
+        """`changes`: besides the Instances', what calls for a new round (a Configuration
+        changed, a claim was prepared or unprepared here)."""
         self._api_client = api_client
         self._allocated = allocated
+        self._changes = changes
         self._cache = cache
         self._configurations = configurations
         self._node = node
@@ -56,9 +61,6 @@ class LocalSlices:
         self._owner: dict[str, str] | None = None
         self.rounds = 0
         """Rounds completed (tests wait on it)."""
-
-    def changed(self) -> None:
-        self._wake.set()
 
     async def run(self) -> None:
         backoff = Backoff(initial=0.1, maximum=10.0)
@@ -73,7 +75,10 @@ class LocalSlices:
             slim=True,
             field_selector=f"spec.nodeName={self._node}",
         )
-        with self._cache.subscribe() as changes:
+        with contextlib.ExitStack() as listening:
+            for other in self._changes:
+                listening.enter_context(other.listening(self._wake.set))
+            changes = listening.enter_context(self._cache.subscribe())
             follow = asyncio.gather(self._follow(changes), own.run())
             try:
                 await self._cache.synced.wait()

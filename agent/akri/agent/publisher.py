@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from akri.agent import metrics
 from akri.agent.devices import DeviceStore
 from akri.agent.instance_reports import InstanceReporter
 from akri.agent.instances import InstanceCache
+from akri.agent.metrics import AgentMetrics
 from akri.agent.offline import OfflineGrace
 from akri.agent.offline_reports import OfflineReports, reported
 from akri.agent.reconcile import (
@@ -62,6 +62,7 @@ class InstancePublisher:
         grace: float,
         clock: Callable[[], float],
         devices: DeviceStore,
+        metrics: AgentMetrics,
         *,
         backoff: Callable[[], Backoff] = delete_backoff,
     ) -> None:
@@ -73,6 +74,7 @@ class InstancePublisher:
         self._clock = clock
         self._warn_once = OnceLog(log)
         self._devices = devices
+        self._metrics = metrics
 
     async def publish(
         self, configuration: Configuration, shared: bool, devices: Iterable[Device]
@@ -177,6 +179,7 @@ class InstancePublisher:
     def _count(self, configuration: Configuration) -> None:
         mine = [i for i in self._instances(configuration) if self._node in i.spec.nodes]
         for shared in (True, False):
-            metrics.INSTANCE_COUNT.labels(configuration.metadata.name, str(shared).lower()).set(
-                sum(i.spec.shared is shared for i in mine)
+            count = self._metrics.instance_count.labels(
+                configuration.metadata.name, str(shared).lower()
             )
+            count.set(sum(i.spec.shared is shared for i in mine))

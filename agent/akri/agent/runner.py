@@ -19,7 +19,6 @@ from pathlib import Path
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from akri.agent import metrics
 from akri.agent.conditions import (
     RUNNER_PROBLEMS,
     discovery_problems,
@@ -31,6 +30,7 @@ from akri.agent.discovery.kube_properties import Reader, resolve_properties
 from akri.agent.discovery.registry import HandlerRegistry
 from akri.agent.discovery.session import DiscoverySession
 from akri.agent.instances import InstanceCache, configuration_topic
+from akri.agent.metrics import AgentMetrics
 from akri.agent.publisher import InstancePublisher, reads
 from akri.agent.status import StatusReporter
 from akri.api import ConditionType, Configuration, ConfigurationStatus, DiscoveryHandlerInfo
@@ -61,6 +61,7 @@ class RunnerEnv:
     reporter: Callable[[], StatusReporter]
     read_properties: Reader
     offline_grace: float
+    metrics: AgentMetrics
     drop_handler_after: float = 300.0
     backoff: Callable[[], Backoff] = Backoff
     allowed_mounts: tuple[Path, ...] = ()
@@ -74,7 +75,7 @@ class ConfigurationRunner:
         loop = asyncio.get_running_loop()
         self._clock = loop.time
         self.publisher = InstancePublisher(
-            env.cache, env.node, env.offline_grace, self._clock, env.devices
+            env.cache, env.node, env.offline_grace, self._clock, env.devices, env.metrics
         )
         self._reporter = env.reporter()
         self._warn_once = OnceLog(log)
@@ -226,13 +227,14 @@ class ConfigurationRunner:
             await asyncio.sleep(backoff.next_delay())
         started = self._clock()
         first = True
+        metrics = self._env.metrics
 
         def on_devices(devices: list[Device]) -> None:
             nonlocal first
             if first:
-                metrics.DISCOVERY_RESPONSE_TIME.labels(self.key[1]).observe(self._clock() - started)
+                metrics.discovery_response_time.labels(self.key[1]).observe(self._clock() - started)
                 first = False
-            metrics.DISCOVERY_RESPONSE_RESULT.labels(handler.name, "Success").inc()
+            metrics.discovery_response_result.labels(handler.name, "Success").inc()
             handlers = self._env.registry.handlers(handler.name)
             if handlers:  # mixed registrations: the endpoint whose devices win merging decides
                 self._shared = handlers[min(handlers)].shared
@@ -255,7 +257,8 @@ class ConfigurationRunner:
     def _on_status(self, status: Status) -> None:
         if not status.ok:
             name = self.configuration.spec.discovery_handler.name
-            metrics.DISCOVERY_RESPONSE_RESULT.labels(name, status.condition.value).inc()
+            results = self._env.metrics.discovery_response_result
+            results.labels(name, status.condition.value).inc()
         if status.condition is ConditionType.INVALID_DETAILS:
             self._devices = []  # these details discover nothing, whatever was found before
         self._status = status

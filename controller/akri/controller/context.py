@@ -27,6 +27,8 @@ CONFIGURATION = "configuration"
 INSTANCE = "instance"
 NODE = "node"
 POOL = "pool"
+RESOURCE_API = ("resource.k8s.io", "v1")
+"""The group and version of ResourceClaims and their templates."""
 WorkKey = tuple[str, str, str]
 """(kind, namespace, name): which object to reconcile; nodes have no namespace."""
 
@@ -83,24 +85,23 @@ def instance_nodes(obj: Object) -> set[str]:
 
 
 class Caches:
-    """One cache per kind the controller follows; broker kinds only with its label."""
+    """One cache per kind the controller follows; broker kinds only with its label. In DRA
+    mode also the ResourceClaimTemplates it makes and every ResourceClaim."""
 
-    def __init__(self, api_client: client.ApiClient, namespace: str | None, on: OnChanges) -> None:
+    def __init__(
+        self, api_client: client.ApiClient, namespace: str | None, on: OnChanges, *, dra: bool
+    ) -> None:
         core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
         custom = client.CustomObjectsApi(api_client)
         selector = f"{naming.LABEL_CONTROLLER}={naming.CONTROLLER_LABEL_VALUE}"
 
-        def custom_list(plural: str) -> ListFunction:
+        def custom_list(
+            plural: str, group: str = naming.GROUP, version: str = naming.VERSION
+        ) -> ListFunction:
             if namespace is None:
-                return functools.partial(
-                    custom.list_cluster_custom_object, naming.GROUP, naming.VERSION, plural
-                )
+                return functools.partial(custom.list_cluster_custom_object, group, version, plural)
             return functools.partial(
-                custom.list_namespaced_custom_object,
-                naming.GROUP,
-                naming.VERSION,
-                namespace,
-                plural,
+                custom.list_namespaced_custom_object, group, version, namespace, plural
             )
 
         def core_list(all_namespaces: ListFunction, namespaced: ListFunction) -> ListFunction:
@@ -135,42 +136,32 @@ class Caches:
         )
         self.nodes = Cache(core.list_node, on.node)
         self.claim_templates: Cache | None = None
-        """The Instances' ResourceClaimTemplates, followed in DRA mode only."""
+        """The Instances' ResourceClaimTemplates this controller makes (DRA mode)."""
         self.claims: Cache | None = None
-        """ResourceClaims, followed in DRA mode only."""
-        self._custom = custom
-        self._namespace = namespace
-
-    def _resource_list(self, plural: str) -> ListFunction:
-        custom, group, version = self._custom, "resource.k8s.io", "v1"
-        if self._namespace is None:
-            return functools.partial(custom.list_cluster_custom_object, group, version, plural)
-        return functools.partial(
-            custom.list_namespaced_custom_object, group, version, self._namespace, plural
-        )
-
-    def follow_claim_templates(self, on_change: OnChange) -> Cache:
-        """DRA mode: a cache of the ResourceClaimTemplates this controller makes."""
-        selector = f"{naming.LABEL_CONTROLLER}={naming.CONTROLLER_LABEL_VALUE}"
-        lister = self._resource_list("resourceclaimtemplates")
-        self.claim_templates = Cache(lister, on_change, label_selector=selector)
-        return self.claim_templates
-
-    def follow_claims(self, on_change: OnChange) -> Cache:
-        """DRA mode: a cache of every ResourceClaim, indexed by the akri.sh pools it holds
-        devices of (what a shared pool may offer depends on them, `akri.dra.devices`)."""
-        self.claims = Cache(self._resource_list("resourceclaims"), on_change, {POOL: claim_pools})
-        return self.claims
+        """Every ResourceClaim, indexed by the akri.sh pools it holds devices of: what a shared
+        pool may offer depends on them, `akri.dra.devices` (DRA mode)."""
+        if dra:
+            self.claim_templates = Cache(
+                custom_list("resourceclaimtemplates", *RESOURCE_API),
+                on.claim_template,
+                label_selector=selector,
+            )
+            self.claims = Cache(
+                custom_list("resourceclaims", *RESOURCE_API), on.claim, {POOL: claim_pools}
+            )
 
     def all(self) -> list[Cache]:
-        return [
+        followed = [
             self.configurations,
             self.instances,
             self.pods,
             self.jobs,
             self.services,
             self.nodes,
+            self.claim_templates,
+            self.claims,
         ]
+        return [cache for cache in followed if cache is not None]
 
 
 @dataclass(frozen=True)
@@ -181,6 +172,8 @@ class OnChanges:
     job: OnChange
     service: OnChange
     node: OnChange
+    claim_template: OnChange
+    claim: OnChange
 
 
 @dataclass

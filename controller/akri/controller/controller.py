@@ -9,6 +9,7 @@ retried with backoff; nothing here ever stops the controller.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 
 from kubernetes_asyncio import client
@@ -17,7 +18,6 @@ from pydantic import ValidationError
 
 from akri import naming
 from akri.backoff import Backoff
-from akri.controller import metrics
 from akri.controller.brokers import reconcile_instance
 from akri.controller.configurations import note_refusal, reconcile_configuration
 from akri.controller.context import (
@@ -33,6 +33,7 @@ from akri.controller.context import (
     instance_nodes,
 )
 from akri.controller.dra import DraPublisher
+from akri.controller.metrics import BrokerPodCount, ControllerMetrics
 from akri.controller.node_loss import reconcile_node
 from akri.controller.nodes import NodeWatch, is_ready
 from akri.controller.retries import Retries
@@ -48,11 +49,30 @@ RECONCILE_RETRY_S = (0.2, 30.0)
 """First and longest wait before a failed reconcile runs again."""
 
 
-class Controller:
-    """`await Controller(api_client, tuning).run()` until cancelled."""
+async def resolved(api_client: client.ApiClient, tuning: Tuning) -> Tuning:
+    """`tuning` with its mode resolved: `auto` becomes DRA or device plugins as the cluster
+    allows (docs/design.md §8a)."""
+    return dataclasses.replace(tuning, mode=await resolve(tuning.mode, api_client))
 
-    def __init__(self, api_client: client.ApiClient, tuning: Tuning | None = None) -> None:
+
+class Controller:
+    """`await Controller(api_client, tuning, metrics=...).run()` until cancelled (while leading).
+
+    The tuning's mode is resolved already (`resolved`): what the controller follows and
+    publishes depends on it."""
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        tuning: Tuning | None = None,
+        *,
+        metrics: ControllerMetrics,
+    ) -> None:
         tuning = tuning or Tuning()
+        if tuning.mode is Mode.AUTO:
+            raise ValueError("the controller's mode is resolved before it is built (`resolved`)")
+        dra = tuning.mode is Mode.DRA
+        self.metrics = metrics
         self.tuning = tuning
         self.queue: WorkQueue[WorkKey] = WorkQueue()
         on = OnChanges(
@@ -62,8 +82,10 @@ class Controller:
             self._on_job,
             self._on_service,
             self._on_node,
+            self._on_claim_template,
+            self._on_claim,
         )
-        self.caches = Caches(api_client, tuning.namespace, on)
+        self.caches = Caches(api_client, tuning.namespace, on, dra=dra)
         self.nodes = NodeWatch(tuning.node_grace)
         self.context = Context(
             api_client,
@@ -73,32 +95,25 @@ class Controller:
             tuning,
             asyncio.Semaphore(tuning.max_in_flight),
             self.nodes,
+            dra=dra,
         )
         self._failures: Retries[WorkKey] = Retries(lambda: Backoff(*RECONCILE_RETRY_S))
-        self._pod_count = metrics.BrokerPodCount()
-        self._api_client = api_client
-        self.dra: DraPublisher | None = None
+        self._pod_count = BrokerPodCount(metrics.broker_pods)
+        self.dra = DraPublisher(api_client, self.caches) if dra else None
+        """What the controller publishes in DRA mode."""
         self._claim_pools: dict[Key, set[str]] = {}
         """The akri.sh pools each ResourceClaim was last seen holding devices of."""
-        """Set in DRA mode once the mode is resolved."""
         self.ready = False
 
     async def run(self) -> None:
+        self.metrics.leader.set(1)
         try:
             async with asyncio.TaskGroup() as tasks:
                 for cache in self.caches.all():
                     tasks.create_task(cache.run(), name="controller-watch")
                 for cache in self.caches.all():
                     await cache.wait_synced()
-                if await resolve(self.tuning.mode, self._api_client) is Mode.DRA:
-                    templates = self.caches.follow_claim_templates(self._on_claim_template)
-                    claims = self.caches.follow_claims(self._on_claim)
-                    for cache in (templates, claims):
-                        tasks.create_task(cache.run(), name="controller-watch")
-                    for cache in (templates, claims):
-                        await cache.wait_synced()
-                    self.context.dra = True
-                    self.dra = DraPublisher(self._api_client, self.caches)
+                if self.dra is not None:
                     await self._sweep(self.dra)
                     for namespace, name in list(self.caches.configurations.reflector.objects):
                         self.queue.add((CONFIGURATION, namespace, name))
@@ -110,6 +125,7 @@ class Controller:
             self.ready = False
             self.queue.close()
             self._pod_count.clear()
+            self.metrics.leader.set(0)
 
     async def _sweep(self, dra: DraPublisher) -> None:
         """Remove what deleted Configurations left, retrying API errors: the controller
@@ -228,13 +244,13 @@ class Controller:
                 )
             else:
                 log.exception("reconcile of %s %s/%s failed; retry in %.1fs", *key, delay)
-            metrics.RECONCILES.labels(kind, "error").inc()
+            self.metrics.reconciles.labels(kind, "error").inc()
             self.queue.add_after(key, delay)
             if is_refusal(error):
                 await note_refusal(self.context, key, self._configuration_of(key), describe(error))
         else:
             self._failures.succeeded(key)
-            metrics.RECONCILES.labels(kind, "ok").inc()
+            self.metrics.reconciles.labels(kind, "ok").inc()
             await note_refusal(self.context, key, None, None)
         finally:
-            metrics.RECONCILE_SECONDS.labels(kind).observe(loop.time() - started)
+            self.metrics.reconcile_seconds.labels(kind).observe(loop.time() - started)

@@ -18,10 +18,10 @@ from kubernetes_asyncio import client
 
 from akri import logs
 from akri.backoff import Backoff
-from akri.controller import metrics
 from akri.controller.certificate_keeper import CertificateKeeper
-from akri.controller.controller import Controller
+from akri.controller.controller import Controller, resolved
 from akri.controller.leader import LeaderElector
+from akri.controller.metrics import ControllerMetrics
 from akri.controller.settings import ControllerSettings, load_settings
 from akri.controller.webhook import WebhookServer, subject_access_check
 from akri.kube import connect
@@ -53,18 +53,10 @@ def elector(settings: ControllerSettings, api: client.ApiClient) -> LeaderElecto
 
 async def serve(controller: Controller, candidate: LeaderElector | None) -> int:
     """Run the controller, behind leader election unless there is no candidate."""
-
-    async def leading() -> None:
-        metrics.LEADER.set(1)
-        try:
-            await controller.run()
-        finally:
-            metrics.LEADER.set(0)
-
     if candidate is None:
-        await leading()
+        await controller.run()
         return 0
-    await candidate.run(leading)
+    await candidate.run(controller.run)
     log.error("leadership lost; exiting so a fresh replica campaigns again")
     return EXIT_LOST_LEADERSHIP
 
@@ -84,7 +76,9 @@ async def run(settings: ControllerSettings) -> int:
 
 async def _run_until(stop: asyncio.Event, settings: ControllerSettings) -> int:
     async with await connect.api_client(settings.kubeconfig) as api:
-        controller = Controller(api, settings.tuning())
+        metrics = ControllerMetrics()
+        tuning = await resolved(api, settings.tuning())
+        controller = Controller(api, tuning, metrics=metrics)
         candidate = elector(settings, api) if settings.leader_election else None
 
         def ready() -> bool:
@@ -93,7 +87,7 @@ async def _run_until(stop: asyncio.Event, settings: ControllerSettings) -> int:
 
         telemetry = None
         if settings.metrics_port:
-            telemetry = await serve_telemetry(settings.metrics_port, ready)
+            telemetry = await serve_telemetry(settings.metrics_port, ready, metrics.registry)
         webhook, keeper, serving = None, None, None
         if settings.webhook_port:  # every replica answers, leader or not
             webhook = WebhookServer(

@@ -28,7 +28,8 @@ from akri.agent.agent import Agent
 from akri.agent.settings import AgentSettings
 from akri.api import crd_definitions
 from akri.controller.context import Tuning
-from akri.controller.controller import Controller
+from akri.controller.controller import Controller, resolved
+from akri.controller.metrics import ControllerMetrics
 from akri.discovery_handlers.debug_echo import DebugEcho
 from akri.dra.mode import Mode
 from akri.kube.calls import call
@@ -199,8 +200,17 @@ class Cluster(Service):
                 "secure_port": SERVICE_PORT,
                 "listeners": [network.listener],
             }
+        self._bridges: dict[str, NodeBridge] = {}
+        """Each node's bridge once started: where the API server's pods/log and exec go."""
         self.server = ApiServer(
-            host=host, port=port, dra=dra_api, pki=pki, authorization=authorization, **in_cluster
+            host=host,
+            port=port,
+            dra=dra_api,
+            pki=pki,
+            authorization=authorization,
+            log_source=functools.partial(_pod_log, self._bridges),
+            exec_source=functools.partial(_pod_exec, self._bridges),
+            **in_cluster,
         )
         self.mode = mode
         self.nodes = {name: self._node(name) for name in nodes}
@@ -251,22 +261,22 @@ class Cluster(Service):
         self.server.write_kubeconfig(self.kubeconfig)
         await self.server.apply_definitions(crd_definitions())
         self._client = await load_client(self.kubeconfig)
-        bridges = {}
         for node in self.nodes.values():
             await node.kubelet.start()
             bridge = NodeBridge(node.kubelet, self._client, processes=self._runtime(node))
-            bridges[node.name] = bridge
+            self._bridges[node.name] = bridge
             self._spawn(bridge.run(), f"node-{node.name}")
             if self._agents:
                 self.start_agent(node.name)
-        self.server.log_source = functools.partial(_pod_log, bridges)
-        self.server.exec_source = functools.partial(_pod_exec, bridges)
         self._spawn(Scheduler(self._client).run(), "scheduler")
         self._spawn(WorkloadControllers(self._client).run(), "workload-controllers")
         self._spawn(DisruptionController(self._client).run(), "disruption-controller")
         if self._controller is not None:
-            tuning = dataclasses.replace(self._controller, mode=self.mode)
-            self._spawn(Controller(self._client, tuning).run(), "controller")
+            tuning = await resolved(
+                self._client, dataclasses.replace(self._controller, mode=self.mode)
+            )
+            controller = Controller(self._client, tuning, metrics=ControllerMetrics())
+            self._spawn(controller.run(), "controller")
 
     def start_agent(self, name: str) -> Agent:
         """Run a new akri agent on node `name` (after `stop_agent`, its restart)."""

@@ -17,7 +17,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Collection, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ import grpc
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from akri.agent.changes import Changes
 from akri.agent.devices import DeviceStore, NotDiscovered
 from akri.agent.dra import cdi, checkpoint
 from akri.agent.dra.claims import (
@@ -71,9 +72,6 @@ class PluginEnv:
     state_dir: Path
     """Where the checkpoint lives (`<kubelet plugins dir>/akri.sh`)."""
     cdi_dir: Path
-    prepared_changed: Callable[[], None] = lambda: None
-    """Called when a claim is prepared or unprepared (this node's pools offer according to
-    what its claims hold, `allocated`)."""
 
 
 class DraPlugin(DRAPluginServicer, DRAResourceHealthServicer):
@@ -83,6 +81,9 @@ class DraPlugin(DRAPluginServicer, DRAResourceHealthServicer):
         self._prepared = checkpoint.load(self._checkpoint)
         self._lock = asyncio.Lock()
         self._warn_once = OnceLog(log)
+        self.prepared_changes = Changes()
+        """Told when a claim is prepared or unprepared (this node's pools offer according to
+        what its claims hold, `allocated`)."""
 
     @property
     def prepared(self) -> Mapping[str, JSON]:
@@ -143,7 +144,7 @@ class DraPlugin(DRAPluginServicer, DRAResourceHealthServicer):
             async with self._lock:
                 record = self._prepared.get(claim.uid, record)
                 await asyncio.to_thread(self._write, claim.uid, record)
-            self.env.prepared_changed()
+            self.prepared_changes.changed()
         except (ClaimError, NotDiscovered) as error:
             return self._failed(name, str(error))
         except ApiException as error:
@@ -222,7 +223,7 @@ class DraPlugin(DRAPluginServicer, DRAResourceHealthServicer):
         try:
             async with self._lock:
                 await asyncio.to_thread(self._remove, claim.uid)
-            self.env.prepared_changed()
+            self.prepared_changes.changed()
         except OSError as error:
             message = f"removing its CDI spec failed: {error}"
             log.warning(

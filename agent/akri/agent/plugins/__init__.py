@@ -2,9 +2,8 @@
 
 Rules: docs/design.md §5, §6.
 
-The agent constructs one `Allocations`, a `PluginManager` and a `Reclaimer` sharing it, runs
-both `run()` methods in its task group, and calls `PluginManager.configurations_changed()` on
-every Configuration event.
+The agent constructs one `Allocations`, a `PluginManager` and a `Reclaimer` sharing it, and runs
+both `run()` methods in its task group; the manager follows the Configurations' `Changes`.
 """
 
 from akri.agent.plugins.allocations import Allocations

@@ -27,8 +27,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from akri import slots
-from akri.agent import metrics
 from akri.agent.instances import InstanceCache
+from akri.agent.metrics import AgentMetrics
 from akri.agent.plugins.allocations import Allocations
 from akri.api import Instance
 from akri.api.pool import view, with_usage
@@ -126,9 +126,15 @@ class GroupCommit:
     """The queue of one node's Allocates and the task that decides and writes them."""
 
     def __init__(
-        self, cache: InstanceCache, node: str, allocations: Allocations, write_timeout: float
+        self,
+        cache: InstanceCache,
+        node: str,
+        allocations: Allocations,
+        write_timeout: float,
+        metrics: AgentMetrics,
     ) -> None:
         self._cache = cache
+        self._metrics = metrics
         self._node = node
         self._allocations = allocations
         self._write_timeout = write_timeout
@@ -170,7 +176,7 @@ class GroupCommit:
                 if not batch:
                     continue
                 self.batches += 1
-                metrics.ALLOCATE_BATCHES.inc()
+                self._metrics.allocate_batches.inc()
                 try:
                     async with asyncio.timeout(self._write_timeout) as deadline:
                         await self._commit(batch, deadline)

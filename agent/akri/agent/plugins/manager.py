@@ -11,13 +11,16 @@ decided one Instance at a time; a Configuration change (or a failed round) decid
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from akri import slots
+from akri.agent.changes import Changes
 from akri.agent.devices import DeviceStore
 from akri.agent.instances import InstanceCache, Subscription
+from akri.agent.metrics import AgentMetrics
 from akri.agent.plugins.allocations import Allocations
 from akri.agent.plugins.configuration_level import ConfigurationPlugin
 from akri.agent.plugins.desired import (
@@ -61,7 +64,7 @@ _SERVICERS: Mapping[Level, type[PluginServicer]] = {
 
 
 class PluginManager:
-    """Run with `run()` in the agent's task group; call `configurations_changed()` whenever a
+    """Run with `run()` in the agent's task group; `configuration_changes` is told whenever a
     Configuration is added, changed or deleted."""
 
     def __init__(
@@ -70,8 +73,10 @@ class PluginManager:
         configurations: ConfigurationLookup,
         node: str,
         *,
+        configuration_changes: Changes,
         devices: DeviceStore,
         allocations: Allocations,
+        metrics: AgentMetrics,
         device_plugins_dir: Path = Path(DEVICE_PLUGIN_PATH),
         allocate_timeout: float = ALLOCATE_TIMEOUT_S,
         rediscovery_wait: float = REDISCOVERY_WAIT_S,
@@ -82,6 +87,7 @@ class PluginManager:
         """`problems`, when given, is told which plugins cannot serve (and why)."""
         self._cache = cache
         self._configurations = configurations
+        self._configuration_changes = configuration_changes
         self._node = node
         self._directory = device_plugins_dir
         self._backoff = register_backoff
@@ -90,11 +96,12 @@ class PluginManager:
             cache=cache,
             configurations=configurations,
             node=node,
-            commits=GroupCommit(cache, node, allocations, allocate_timeout),
+            commits=GroupCommit(cache, node, allocations, allocate_timeout, metrics),
             allocate_timeout=allocate_timeout,
             devices=devices,
             rediscovery_wait=rediscovery_wait,
             warn_once=self._warn_once,
+            metrics=metrics,
         )
         self._watch = KubeletWatch(device_plugins_dir / KUBELET_SOCKET_NAME, watch_interval)
         self._registration = KubeletRegistration(self._watch.kubelet_socket, REGISTER_TIMEOUT_S)
@@ -131,7 +138,7 @@ class PluginManager:
             and all(plugin.registered for plugin, _ in self._running.values())
         )
 
-    def configurations_changed(self) -> None:
+    def _configurations_changed(self) -> None:
         self._everything = True
         self._wake.set()
 
@@ -144,9 +151,12 @@ class PluginManager:
                     tasks.create_task(self._report_problems(self._problems))
                 reads_changed = self._cache.reads_changed(self._reads)
                 # After a failed round (`_everything`), any change tries again.
-                with self._cache.subscribe(
-                    relevant=lambda key: reads_changed(key) or self._everything
-                ) as changes:
+                with (
+                    self._configuration_changes.listening(self._configurations_changed),
+                    self._cache.subscribe(
+                        relevant=lambda key: reads_changed(key) or self._everything
+                    ) as changes,
+                ):
                     tasks.create_task(self._follow(changes))
                     await self._cache.synced.wait()
                     while True:
@@ -243,16 +253,15 @@ class PluginManager:
                 self._problems_changed.set()
 
     def _start(self, spec: PluginSpec) -> None:
-        servicer = _SERVICERS[spec.level](spec, self._env)
         plugin = Plugin(
-            servicer,
+            functools.partial(_SERVICERS[spec.level], spec, self._env),
             self._directory,
             self._registration,
             backoff=self._backoff,
             turns=self._registrations,
             churned=self._trim.touch,
+            problem_changed=self._problems_changed.set,
         )
-        plugin.on_problem = self._problems_changed.set
         task = asyncio.create_task(plugin.run(), name=f"plugin {spec.resource}")
         self._running[spec.resource] = (plugin, task)
         log.info("started %s", spec)

@@ -23,7 +23,7 @@ from akri.agent.plugins.desired import PluginSpec
 from akri.agent.plugins.kubelet_watch import Identity, socket_identity
 from akri.agent.plugins.registration import KubeletRegistration
 from akri.agent.plugins.server import PluginServer, generic_handlers
-from akri.agent.plugins.servicer import PluginServicer
+from akri.agent.plugins.servicer import PluginServicer, StreamListener
 from akri.backoff import Backoff
 from akri.logs import OnceLog
 from akri.tasks import finish
@@ -63,6 +63,7 @@ class Plugin:
         "_epoch",
         "_handlers",
         "_problem",
+        "_problem_changed",
         "_register_timeout",
         "_registered_before",
         "_registered_on",
@@ -73,7 +74,6 @@ class Plugin:
         "_turns",
         "_wake",
         "_warn_once",
-        "on_problem",
         "registered",
         "server",
         "spec",
@@ -81,7 +81,7 @@ class Plugin:
 
     def __init__(
         self,
-        servicer: PluginServicer,
+        make_servicer: Callable[[StreamListener], PluginServicer],
         directory: Path,
         registration: KubeletRegistration,
         *,
@@ -89,14 +89,17 @@ class Plugin:
         register_timeout: float = REGISTER_TIMEOUT_S,
         turns: asyncio.Semaphore | None = None,
         churned: Callable[[], None] = lambda: None,
+        problem_changed: Callable[[], None] = lambda: None,
     ) -> None:
-        """`churned` is called after each registration and each stopped incarnation."""
+        """`make_servicer` is given what to tell when the kubelet opens ListAndWatch;
+        `churned` is called after each registration and each stopped incarnation;
+        `problem_changed` whenever `problem` changes."""
+        servicer = make_servicer(self._stream_opened)
         self.spec: PluginSpec = servicer.spec
         self.registered = False
         """Whether the kubelet accepted the current incarnation and no sign has called for more."""
         self._problem: str | None = None
-        self.on_problem: Callable[[], None] = lambda: None
-        """Called whenever `problem` changes."""
+        self._problem_changed = problem_changed
         self._warn_once = OnceLog(log)
         self.server: PluginServer | None = None
         self._servicer = servicer
@@ -113,7 +116,6 @@ class Plugin:
         self._registered_on: Identity | None = None
         self._registered_before = False
         self._retiring: set[asyncio.Task[None]] = set()
-        servicer.stream_listener = self._stream_opened
 
     @property
     def problem(self) -> str | None:
@@ -123,7 +125,7 @@ class Plugin:
     def _set_problem(self, problem: str | None) -> None:
         if problem != self._problem:
             self._problem = problem
-            self.on_problem()
+            self._problem_changed()
 
     def check(self, kubelet: Identity | None, names: Collection[str]) -> None:
         """The kubelet watch's tick: wake up when the kubelet is new or our socket is no

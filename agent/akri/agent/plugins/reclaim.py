@@ -37,8 +37,8 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from akri import slots
-from akri.agent import metrics
 from akri.agent.instances import InstanceCache, Subscription
+from akri.agent.metrics import AgentMetrics
 from akri.agent.plugins.allocations import Allocations
 from akri.agent.plugins.conflicts import conflict_conditions
 from akri.api import Instance, InstanceStatus
@@ -125,6 +125,7 @@ class Reclaimer:
         pod_resources_socket: Path = Path(POD_RESOURCES_SOCKET),
         *,
         allocations: Allocations,
+        metrics: AgentMetrics,
         interval: float = RECLAIM_INTERVAL_S,
         grace: float = RECLAIM_GRACE_S,
         list_timeout: float = LIST_TIMEOUT_S,
@@ -135,6 +136,7 @@ class Reclaimer:
         self._node = node
         self._socket = pod_resources_socket
         self._allocations = allocations
+        self._metrics = metrics
         self._interval = interval
         self._grace = grace
         self._list_timeout = list_timeout
@@ -343,7 +345,7 @@ class Reclaimer:
                 holding.resource,
                 name,
             )
-        metrics.SLOTS_RECLAIMED.inc(len(freed))
+        self._metrics.slots_reclaimed.inc(len(freed))
         done.freed += freed
         done.recorded += again
         if freed and slots.disposable(view(stored)) and stored.metadata.deletion_timestamp is None:

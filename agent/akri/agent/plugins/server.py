@@ -7,28 +7,30 @@ socket so nothing dials a dead endpoint.
 A node runs a server per Instance, so each one is kept small: the service is added through a
 generic handler only. grpc's registered-method fast path, which the generated code adds as
 well, costs about 20 KB per server and buys nothing at a few calls per minute. The generic
-handler makes a method's handler when it is called, from handlers the generated code made
-once for every servicer, instead of holding five handlers and their bound methods per
-plugin (about 2 KB each, 2 MB on a node with a thousand Instances).
+handler makes a method's handler when it is called, from the service's descriptor read once,
+instead of holding five handlers and their bound methods per plugin (about 2 KB each, 2 MB on
+a node with a thousand Instances).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeAlias, cast
+from typing import Any, TypeAlias
 
 import grpc
+from google.protobuf.descriptor import ServiceDescriptor
+from google.protobuf.message import Message
+from google.protobuf.message_factory import GetMessageClass
 
 from akri import grpc_servers
 from akri.agent.plugins.sockets import new_nonce, socket_name
 from akri.owner_only import make_directory
+from akri.proto.deviceplugin.v1beta1 import api_pb2
 from akri.proto.deviceplugin.v1beta1.api_pb2 import DevicePluginOptions, RegisterRequest
-from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import (
-    DevicePluginServicer,
-    add_DevicePluginServicer_to_server,
-)
+from akri.proto.deviceplugin.v1beta1.api_pb2_grpc import DevicePluginServicer
 from akri.proto.deviceplugin.v1beta1.constants import VERSION
 from akri.unix_sockets import LOCAL_PEER_OPTIONS, add_port
 
@@ -40,38 +42,48 @@ OPTIONS = DevicePluginOptions(pre_start_required=False, get_preferred_allocation
 """What an akri-py plugin offers unless it says otherwise: Allocate decides, nothing else."""
 
 
-class _Collected:
-    """Stands in for a server while the generated code adds a service; keeps the method
-    handlers by name."""
+@dataclass(frozen=True, slots=True)
+class _Method:
+    """One method of the DevicePlugin service, as its descriptor declares it."""
 
-    def __init__(self) -> None:
-        self.handlers: dict[str, Handler] = {}
+    name: str
+    """The rpc's name, which is also the servicer's method."""
+    handler: Callable[..., Handler]
+    """grpc's handler constructor for the method's kind of streaming."""
+    request: type[Message]
+    response: type[Message]
 
-    def add_generic_rpc_handlers(self, handlers: Sequence[grpc.GenericRpcHandler]) -> None:
-        """The same handlers as `add_registered_method_handlers` gets, wrapped."""
-
-    def add_registered_method_handlers(self, service: str, handlers: dict[str, Handler]) -> None:
-        self.handlers.update({f"/{service}/{method}": h for method, h in handlers.items()})
-
-
-def _templates() -> dict[str, Handler]:
-    """Each method's handler by its path, calling the method of the servicer class: its
-    serializers and kind, for `_Served` to bind to one servicer."""
-    collected = _Collected()
-    add_DevicePluginServicer_to_server(
-        cast(DevicePluginServicer, DevicePluginServicer), cast(grpc.aio.Server, collected)
-    )
-    return collected.handlers
+    def bound(self, servicer: DevicePluginServicer) -> Handler:
+        return self.handler(
+            getattr(servicer, self.name),
+            request_deserializer=self.request.FromString,
+            response_serializer=self.response.SerializeToString,
+        )
 
 
-_TEMPLATES = _templates()
-_BEHAVIOURS = {
-    (False, False): "unary_unary",
-    (False, True): "unary_stream",
-    (True, False): "stream_unary",
-    (True, True): "stream_stream",
+_HANDLERS: dict[tuple[bool, bool], Callable[..., Handler]] = {
+    (False, False): grpc.unary_unary_rpc_method_handler,
+    (False, True): grpc.unary_stream_rpc_method_handler,
+    (True, False): grpc.stream_unary_rpc_method_handler,
+    (True, True): grpc.stream_stream_rpc_method_handler,
 }
-"""The field of a handler that holds its behaviour, by (request, response) streaming."""
+"""grpc's handler constructors by (request, response) streaming."""
+
+
+def _methods(service: ServiceDescriptor) -> dict[str, _Method]:
+    """Each method of `service` by its path on the wire."""
+    return {
+        f"/{service.full_name}/{method.name}": _Method(
+            method.name,
+            _HANDLERS[method.client_streaming, method.server_streaming],
+            GetMessageClass(method.input_type),
+            GetMessageClass(method.output_type),
+        )
+        for method in service.methods
+    }
+
+
+_METHODS = _methods(api_pb2.DESCRIPTOR.services_by_name["DevicePlugin"])
 
 
 class _Served(grpc.GenericRpcHandler):
@@ -83,12 +95,10 @@ class _Served(grpc.GenericRpcHandler):
         self._servicer = servicer
 
     def service(self, details: grpc.HandlerCallDetails) -> Handler | None:
-        template: Any = _TEMPLATES.get(details.method)
-        if template is None:
+        method = _METHODS.get(details.method)
+        if method is None:
             return None  # grpc answers UNIMPLEMENTED
-        field = _BEHAVIOURS[template.request_streaming, template.response_streaming]
-        behaviour = getattr(self._servicer, getattr(template, field).__name__)
-        return cast(Handler, template._replace(**{field: behaviour}))
+        return method.bound(self._servicer)
 
 
 def generic_handlers(servicer: DevicePluginServicer) -> list[grpc.GenericRpcHandler]:

@@ -31,10 +31,10 @@ from typing import Any
 import grpc
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from akri.agent import metrics
 from akri.agent.devices import DeviceStore, NotDiscovered
 from akri.agent.extras import Extras
 from akri.agent.instances import InstanceCache, Topic
+from akri.agent.metrics import AgentMetrics
 from akri.agent.plugins.desired import ConfigurationLookup, PluginSpec
 from akri.agent.plugins.group_commit import GroupCommit
 from akri.agent.plugins.response import allocate_response
@@ -79,6 +79,7 @@ class PluginEnv:
     rediscovery_wait: float
     """Seconds an Allocate waits for discovery to report a device it does not know yet."""
     warn_once: OnceLog
+    metrics: AgentMetrics
 
 
 @functools.lru_cache(maxsize=4096)
@@ -114,10 +115,10 @@ class PluginServicer(DevicePluginServicer, abc.ABC):
     send_interval = 0.0
     """Seconds between two sends of a list that only grows; 0 sends every change at once."""
 
-    def __init__(self, spec: PluginSpec, env: PluginEnv) -> None:
+    def __init__(self, spec: PluginSpec, env: PluginEnv, stream_listener: StreamListener) -> None:
         self.spec = spec
         self.env = env
-        self.stream_listener: StreamListener = lambda: lambda: None
+        self._stream_listener = stream_listener
 
     @abc.abstractmethod
     def topic(self) -> Topic:
@@ -142,7 +143,7 @@ class PluginServicer(DevicePluginServicer, abc.ABC):
     async def ListAndWatch(
         self, request: Empty, context: Context
     ) -> AsyncIterator[ListAndWatchResponse]:
-        ended = self.stream_listener()
+        ended = self._stream_listener()
         loop = asyncio.get_running_loop()
         sent: dict[str, bool] | None = None
         sent_at = -math.inf
@@ -151,7 +152,7 @@ class PluginServicer(DevicePluginServicer, abc.ABC):
                 devices = self.devices()
                 while True:
                     if devices != sent:
-                        metrics.LIST_AND_WATCH_SENDS.labels(self.spec.level).inc()
+                        self.env.metrics.list_and_watch_sends.labels(self.spec.level).inc()
                         sent, sent_at = devices, loop.time()
                         yield list_response(devices)
                     await changes.next()
@@ -189,10 +190,10 @@ class PluginServicer(DevicePluginServicer, abc.ABC):
             log.exception("Allocate of %s failed unexpectedly", self.spec.resource)
             code, message, result = grpc.StatusCode.INTERNAL, f"internal error: {error!r}", "error"
         finally:
-            metrics.ALLOCATION_LATENCY.labels(self.spec.level).observe(
+            self.env.metrics.allocation_latency.labels(self.spec.level).observe(
                 time.perf_counter() - started
             )
-        metrics.ALLOCATIONS.labels(self.spec.level, result).inc()
+        self.env.metrics.allocations.labels(self.spec.level, result).inc()
         if code != grpc.StatusCode.OK:
             message = f"{self.spec.resource}: cannot allocate {containers}: {message}"
             log.warning("%s", message)

@@ -144,12 +144,13 @@ class ApiHandlers:
         faults: Faults,
         guard: Guard,
         bookmark_interval_s: float = 60.0,
+        log_source: LogSource | None = None,
     ) -> None:
         self._operations = operations
         self._faults = faults
         self._guard = guard
         self._bookmark_interval_s = bookmark_interval_s
-        self.log_source: LogSource | None = None
+        self._log_source = log_source
 
     def routes(self) -> list[web.AbstractRouteDef]:
         return [
@@ -391,16 +392,16 @@ class ApiHandlers:
         query = request.query
         container = pod_access.container_of(pod, query.get("container"))
         previous = query.get("previous", "") in _TRUE
-        text = self.log_source(pod, container, previous) if self.log_source else ""
+        text = self._log_source(pod, container, previous) if self._log_source else ""
         shown = text
         if query.get("tailLines", "").isdigit():
             lines = shown.splitlines(keepends=True)
             shown = "".join(lines[len(lines) - min(len(lines), int(query["tailLines"])) :])
         if query.get("limitBytes", "").isdigit():
             shown = shown.encode()[: int(query["limitBytes"])].decode(errors="ignore")
-        if previous or query.get("follow", "") not in _TRUE or self.log_source is None:
+        if previous or query.get("follow", "") not in _TRUE or self._log_source is None:
             return web.Response(text=shown, content_type="text/plain")
-        source, store = self.log_source, self._operations.store
+        source, store = self._log_source, self._operations.store
         meta = pod["metadata"]
 
         def current() -> tuple[str, bool] | None:

@@ -76,10 +76,10 @@ def _service_port(service: JSON, port: str) -> int:
 class PodAccess:
     """The pod-reaching endpoints of one server."""
 
-    def __init__(self, store: Store, guard: Guard) -> None:
+    def __init__(self, store: Store, guard: Guard, exec_source: Exec | None = None) -> None:
         self._store = store
         self._guard = guard
-        self.exec_source: Exec | None = None
+        self._exec_source = exec_source
 
     def routes(self) -> list[web.AbstractRouteDef]:
         pod = "/api/v1/namespaces/{namespace}/pods/{name}"
@@ -181,10 +181,10 @@ class PodAccess:
             raise unsupported("exec over SPDY; kubectl 1.30 or later speaks WebSocket")
         if query.get("tty", "") in _TRUE:
             raise unsupported("exec with a terminal (-t); run the command without -t")
-        if self.exec_source is None:
+        if self._exec_source is None:
             raise unsupported("exec without the process runtime (pods run no processes)")
         wants_stdin = query.get("stdin", "") in _TRUE
-        process = await self.exec_source(pod, container, command, wants_stdin)
+        process = await self._exec_source(pod, container, command, wants_stdin)
         socket = web.WebSocketResponse(protocols=CHANNEL_PROTOCOLS)
         await socket.prepare(request)
         try:

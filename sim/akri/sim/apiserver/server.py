@@ -73,13 +73,17 @@ class ApiServer(Service):
         authorization: bool = False,
         secure_host: str | None = None,
         listeners: Sequence[socket.socket] = (),
+        log_source: LogSource | None = None,
+        exec_source: Exec | None = None,
     ) -> None:
         """`dra`: serve `resource.k8s.io/v1`, as Kubernetes >= 1.34 does by default. With
         `pki` (created on start) the API is also served over TLS on `secure_host` (default:
         `host`) and `secure_port`, as pods reach it in-cluster. `listeners`: bound sockets also
         served as `host`:`port` is (e.g. the same port in another network namespace).
         `authorization`: authorize every request by the RBAC objects stored (`authz`); the
-        admin token of `kubeconfig()` may do anything either way."""
+        admin token of `kubeconfig()` may do anything either way. `log_source` and
+        `exec_source`: where `pods/log` reads a container's output and `pods/exec` runs a
+        command (the kubelets' side, given by a cluster)."""
         self._host = host
         self._port = port
         self.pki = pki
@@ -104,8 +108,10 @@ class ApiServer(Service):
         self.access = AccessLog()
         authorizer = Authorizer(self._rbac_objects) if authorization else None
         self._guard = Guard(self.tokens, authorizer, self.access)
-        self._handlers = ApiHandlers(self.operations, self.faults, self._guard, bookmark_interval_s)
-        self._pod_access = PodAccess(self.operations.store, self._guard)
+        self._handlers = ApiHandlers(
+            self.operations, self.faults, self._guard, bookmark_interval_s, log_source
+        )
+        self._pod_access = PodAccess(self.operations.store, self._guard, exec_source)
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._url = ""
@@ -115,24 +121,6 @@ class ApiServer(Service):
 
     def _rbac_objects(self, plural: str) -> list[dict[str, Any]]:
         return self.operations.store.objects((RBAC_GROUP, plural))
-
-    @property
-    def log_source(self) -> LogSource | None:
-        """Where `pods/log` reads a container's output (the kubelets' side; set by a cluster)."""
-        return self._handlers.log_source
-
-    @log_source.setter
-    def log_source(self, source: LogSource | None) -> None:
-        self._handlers.log_source = source
-
-    @property
-    def exec_source(self) -> Exec | None:
-        """Where `pods/exec` runs a command (the kubelets' side; set by a cluster)."""
-        return self._pod_access.exec_source
-
-    @exec_source.setter
-    def exec_source(self, source: Exec | None) -> None:
-        self._pod_access.exec_source = source
 
     @property
     def url(self) -> str:
