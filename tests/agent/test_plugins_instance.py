@@ -183,7 +183,9 @@ async def test_lists_are_sent_only_when_they_change(
     before = {level: sends(level) for level in ("instance", "configuration")}
 
     await cluster.change_instance(name, broker_properties={"NEW": "1"})  # same slots
-    await cluster.change_instance(name, capacity=3)  # one more slot; still one CL id
+    await cluster.change_instance(
+        name, capacity=3
+    )  # one more slot; still one configuration-level id
     await a.until_capacity(resource, 3, 3)
 
     assert sends("instance") == before["instance"] + 1

@@ -88,7 +88,7 @@ def stored(usage: dict[str, str]) -> Instance:
 
 def test_the_engine_view_and_back() -> None:
     instance = stored({"cfg-8120fe-0": "a"})
-    assert view(instance) == slots.Instance("cfg-8120fe", "cfg", 2, ("a",), {"cfg-8120fe-0": "a"})
+    assert view(instance) == slots.SlotPool("cfg-8120fe", "cfg", 2, ("a",), {"cfg-8120fe-0": "a"})
     assert with_usage(instance, {"cfg-8120fe-0": "a"}) is None  # nothing to write
     changed = with_usage(instance, {"cfg-8120fe-0": "a", "cfg-8120fe-1": "C:cfg-0:a"})
     assert changed is not None
@@ -99,11 +99,13 @@ def test_the_engine_view_and_back() -> None:
 
 def test_released_frees_only_the_named_holdings_of_the_node() -> None:
     instance = stored({"cfg-8120fe-0": "a", "cfg-8120fe-1": "C:cfg-0:a"})
-    cl = slots.Holding("akri.sh/cfg", "cfg-0")
-    freed = released(instance, "a", [cl])
+    configuration_level_holding = slots.Holding("akri.sh/cfg", "cfg-0")
+    freed = released(instance, "a", [configuration_level_holding])
     assert freed is not None
     assert freed.spec.device_usage == {"cfg-8120fe-0": "a", "cfg-8120fe-1": ""}
-    assert released(instance, "b", [cl]) is None  # another node's holding: nothing to write
+    assert (
+        released(instance, "b", [configuration_level_holding]) is None
+    )  # another node's holding: nothing to write
 
 
 def test_devices_in_use_are_the_akri_devices_of_listed_containers() -> None:

@@ -12,10 +12,10 @@ from collections.abc import Collection, Mapping
 from akri import slots
 from akri.api.instance import Instance
 
-_views: dict[int, tuple[weakref.ref[Instance], slots.Instance]] = {}
+_views: dict[int, tuple[weakref.ref[Instance], slots.SlotPool]] = {}
 
 
-def view(instance: Instance) -> slots.Instance:
+def view(instance: Instance) -> slots.SlotPool:
     """What the engine needs of `instance`, made once per Instance object.
 
     ListAndWatch and Allocate ask for the views of the same cached Instances again and again;
@@ -27,7 +27,7 @@ def view(instance: Instance) -> slots.Instance:
     if known is not None and known[0]() is instance:
         return known[1]
     spec = instance.spec
-    made = slots.Instance(
+    made = slots.SlotPool(
         name=instance.metadata.name or "",
         configuration=spec.configuration_name,
         capacity=spec.capacity,
