@@ -18,6 +18,7 @@ from typing import Any, TypeAlias
 
 from akri.api import crd_files
 from akri.durations import OFFLINE_GRACE_S, parse_duration
+from akri.kube import lean
 from akri.naming import instance_name, object_name_problem, resource_name_problem
 from akri.settings import command_line
 
@@ -365,6 +366,7 @@ def _arguments(root: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    lean.install()  # the commands import kubernetes-asyncio when they run: see akri.kube.lean
     args = command_line("akri", __doc__.splitlines()[0], argv=argv, arguments=_arguments)
     code: int = args.run(args)
     return code
