@@ -104,8 +104,8 @@ def gone(kubelet: Kubelet, resource: str) -> bool:
 
 async def bench_appearance(root: Path, kubeconfig: Path, appearances: int) -> Rows:
     capacity = 2
-    cl = naming.resource_name("appear")
-    il = naming.resource_name(naming.instance_name("appear", "probe"))
+    configuration_resource = naming.resource_name("appear")
+    instance_resource = naming.resource_name(naming.instance_name("appear", "probe"))
     echo = DebugEcho(shared=True, availability_file=None)
     async with (
         await load_client(kubeconfig) as api,
@@ -114,20 +114,28 @@ async def bench_appearance(root: Path, kubeconfig: Path, appearances: int) -> Ro
         agent = Agent(agent_settings(root, NODE, offline_grace=0), api_client=api, handlers=[echo])
         async with running(agent):
             await create_configuration(api, "appear", ["steady", "probe"], capacity)
-            await until(kubelet, lambda: shows(kubelet, il, capacity), "the first appearance")
+            await until(
+                kubelet, lambda: shows(kubelet, instance_resource, capacity), "the first appearance"
+            )
             samples = []
             for _ in range(appearances):
                 echo.set_offline(["probe"])
                 await until(
                     kubelet,
-                    lambda: gone(kubelet, il) and shows(kubelet, cl, 1),
+                    lambda: (
+                        gone(kubelet, instance_resource)
+                        and shows(kubelet, configuration_resource, 1)
+                    ),
                     "the device to go",
                 )
                 started = time.perf_counter()
                 echo.set_offline()
                 await until(
                     kubelet,
-                    lambda: shows(kubelet, il, capacity) and shows(kubelet, cl, 2),
+                    lambda: (
+                        shows(kubelet, instance_resource, capacity)
+                        and shows(kubelet, configuration_resource, 2)
+                    ),
                     "the device to appear",
                 )
                 samples.append(time.perf_counter() - started)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from akri.api import crd_files
 from akri.commands import EXIT_USAGE, GROUP, Subparsers
+from akri.kube import lean
 from akri.naming import instance_name, object_name_problem, resource_name_problem
 from akri.settings import command_line
 
@@ -124,6 +125,7 @@ def _arguments(root: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    lean.install()  # the commands import kubernetes-asyncio when they run: see akri.kube.lean
     args = command_line("akri", __doc__.splitlines()[0], argv=argv, arguments=_arguments)
     code: int = args.run(args)
     return code

@@ -58,7 +58,8 @@ def instance_digest(instance: str) -> str:
 
 
 def resource_name(name: str) -> str:
-    """Extended resource `akri.sh/<name>` for an Instance (IL) or a Configuration (CL)."""
+    """Extended resource `akri.sh/<name>`: of an Instance (instance level) or of a Configuration
+    (configuration level)."""
     return RESOURCE_PREFIX + name
 
 
@@ -82,12 +83,12 @@ def slot_index(instance: str, slot: str) -> int | None:
     return int(tail) if canonical else None
 
 
-def cl_device_id(configuration: str, n: int) -> str:
+def configuration_level_device_id(configuration: str, n: int) -> str:
     """Configuration-level virtual device id `<configuration>-<n>`."""
     return f"{configuration}-{n}"
 
 
-def cl_device_index(configuration: str, device_id: str) -> int | None:
+def configuration_level_device_index(configuration: str, device_id: str) -> int | None:
     """`n` of a configuration-level id, or None when the id is not of this Configuration."""
     return slot_index(configuration, device_id)
 

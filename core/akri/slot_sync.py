@@ -27,8 +27,8 @@ from akri.slots import (
     ConfigurationHolder,
     Holder,
     Holding,
-    Instance,
     NodeHolder,
+    SlotPool,
 )
 
 
@@ -59,7 +59,7 @@ Uses = Mapping[Holding, Collection[User]]
 """Every device the node's containers use, with the containers using it."""
 
 
-def recorded(instances: Iterable[Instance], node: str) -> dict[Holding, SlotRef]:
+def recorded(instances: Iterable[SlotPool], node: str) -> dict[Holding, SlotRef]:
     """Where `deviceUsage` records each holding of `node` now."""
     return {
         holding: SlotRef(instance.name, index)
@@ -103,7 +103,7 @@ class Sync:
 
 
 def _slot_of(
-    holding: Holding, pool: Mapping[str, Instance], remembered: Mapping[Holding, SlotRef]
+    holding: Holding, pool: Mapping[str, SlotPool], remembered: Mapping[Holding, SlotRef]
 ) -> SlotRef | None:
     """The slot a device in use stands for: as remembered, or as an instance-level id names it."""
     known = remembered.get(holding)
@@ -116,7 +116,7 @@ def _slot_of(
     return None
 
 
-def _holder(holding: Holding, instance: Instance, slot: SlotRef, node: str) -> Holder | None:
+def _holder(holding: Holding, instance: SlotPool, slot: SlotRef, node: str) -> Holder | None:
     """How `deviceUsage` writes `holding` of `node` into `slot`; None when it cannot."""
     if holding.resource == resource_name(instance.name):
         return NodeHolder(node) if holding.device == str(slot) else None
@@ -129,7 +129,7 @@ def _holder(holding: Holding, instance: Instance, slot: SlotRef, node: str) -> H
 
 
 def sync(
-    instances: Iterable[Instance],
+    instances: Iterable[SlotPool],
     node: str,
     uses: Uses,
     remembered: Mapping[Holding, SlotRef],

@@ -16,15 +16,15 @@ from types import MappingProxyType
 
 from akri.naming import (
     SLOTS_FINALIZER,
-    cl_device_id,
-    cl_device_index,
+    configuration_level_device_id,
+    configuration_level_device_index,
     resource_name,
     slot_id,
     slot_ids,
     slot_index,
 )
 
-_CL_TAG = "C"
+_CONFIGURATION_LEVEL_TAG = "C"
 
 
 class AllocationError(Exception):
@@ -98,7 +98,7 @@ def parse_usage(value: str) -> Holder:
     parts = value.split(":")
     if len(parts) == 1:
         return NodeHolder(value)
-    if len(parts) == 3 and parts[0] == _CL_TAG and parts[1] and parts[2]:
+    if len(parts) == 3 and parts[0] == _CONFIGURATION_LEVEL_TAG and parts[1] and parts[2]:
         return ConfigurationHolder(parts[1], parts[2])
     return Corrupt(value)
 
@@ -109,7 +109,7 @@ def format_usage(holder: Holder) -> str:
         case NodeHolder(node):
             return node
         case ConfigurationHolder(vdev, node):
-            return f"{_CL_TAG}:{vdev}:{node}"
+            return f"{_CONFIGURATION_LEVEL_TAG}:{vdev}:{node}"
         case Corrupt(raw):
             return raw
     return ""
@@ -163,8 +163,9 @@ class _Tally:
 
 
 @dataclass(frozen=True)
-class Instance:
-    """What the pool needs of an Instance. Treat `usage` as immutable: derived views are cached."""
+class SlotPool:
+    """The capacity slots of one Instance (one device) and who holds each, as its `deviceUsage`
+    records them. Treat `usage` as immutable: derived views are cached."""
 
     name: str
     configuration: str
@@ -268,7 +269,7 @@ class Instance:
                 return Holding(resource_name(self.configuration), vdev)
         return None
 
-    def with_slots(self, holders: Mapping[int, Holder]) -> Instance:
+    def with_slots(self, holders: Mapping[int, Holder]) -> SlotPool:
         """A copy with the given slots set; freed slots are written as `""`.
 
         The copy's `slots` and counts are derived from this one's rather than worked out
@@ -290,37 +291,35 @@ class Instance:
         return changed
 
 
-def usage_problems(instance: Instance) -> list[str]:
+def usage_problems(pool: SlotPool) -> list[str]:
     """What in `deviceUsage` is ignored or unusable, for the agent and controller to log."""
-    slots = instance.slots  # parsed once per Instance, shared with every other reader
-    if len(slots) == len(instance.usage) and not instance._tally.corrupt:
+    slots = pool.slots  # parsed once per Instance, shared with every other reader
+    if len(slots) == len(pool.usage) and not pool._tally.corrupt:
         return []
     problems = []
-    for key in sorted(instance.usage):
-        index = slot_index(instance.name, key)
+    for key in sorted(pool.usage):
+        index = slot_index(pool.name, key)
         if index is None:
-            problems.append(f"Instance {instance.name}: ignoring key {key!r}, not one of its slots")
-        elif isinstance(holder := instance.slots[index], Corrupt):
-            problems.append(f"Instance {instance.name}: slot {key} is unavailable, {holder}")
+            problems.append(f"Instance {pool.name}: ignoring key {key!r}, not one of its slots")
+        elif isinstance(holder := pool.slots[index], Corrupt):
+            problems.append(f"Instance {pool.name}: slot {key} is unavailable, {holder}")
     return problems
 
 
 # --- instance level (§5.2) -------------------------------------------------------------------
 
 
-def il_health(instance: Instance, node: str) -> dict[str, bool]:
+def instance_level_health(pool: SlotPool, node: str) -> dict[str, bool]:
     """ListAndWatch of the instance-level plugin on `node`: slot id -> Healthy, below capacity.
 
     Healthy slots are exactly what `allocate_il` grants, all at once: a free slot that would
     exceed capacity (held slots past a lowered capacity) is Unhealthy, not an admission error.
     The slots `node` holds are Healthy only while the Instance is `reusable`.
     """
-    healthy = set(instance.grantable)
-    if instance.reusable:
-        healthy.update(
-            i for i in instance.held_by(node) if isinstance(instance.slots[i], NodeHolder)
-        )
-    ids = _indices(instance.name, instance.capacity)
+    healthy = set(pool.grantable)
+    if pool.reusable:
+        healthy.update(i for i in pool.held_by(node) if isinstance(pool.slots[i], NodeHolder))
+    ids = _indices(pool.name, pool.capacity)
     return {slot: i in healthy for slot, i in ids.items()}
 
 
@@ -331,18 +330,18 @@ def _indices(instance: str, capacity: int) -> Mapping[str, int]:
     return MappingProxyType({slot: i for i, slot in enumerate(slot_ids(instance, capacity))})
 
 
-def allocate_il(instance: Instance, node: str, slots: Iterable[str]) -> Instance:
+def allocate_instance_level(pool: SlotPool, node: str, slots: Iterable[str]) -> SlotPool:
     """Claim exactly `slots` for `node`; ones it holds already pass (the kubelet re-offers them)."""
     mine = NodeHolder(node)
     claims: dict[int, Holder] = {}
     for slot in slots:
-        index = slot_index(instance.name, slot)
-        holder = FREE if index is None else instance.slots.get(index, FREE)
+        index = slot_index(pool.name, slot)
+        holder = FREE if index is None else pool.slots.get(index, FREE)
         if holder == mine:
             continue
-        if index is None or index >= instance.capacity:
+        if index is None or index >= pool.capacity:
             raise AllocationError(
-                f"{slot} is not a slot of Instance {instance.name} (capacity {instance.capacity})"
+                f"{slot} is not a slot of Instance {pool.name} (capacity {pool.capacity})"
             )
         if holder != FREE:
             raise AllocationError(f"slot {slot} is {holder}")
@@ -350,16 +349,16 @@ def allocate_il(instance: Instance, node: str, slots: Iterable[str]) -> Instance
     # Every claim is a distinct free slot below capacity: they all fit in `grantable` when
     # there is room for them (asked without listing the free slots, in a batch of Allocates
     # deciding on ever newer copies).
-    if len(claims) > instance.room:
+    if len(claims) > pool.room:
         raise AllocationError(
-            f"Instance {instance.name} is at capacity {instance.capacity}: "
-            f"{len(claims)} slots requested, {len(instance.grantable)} can be granted"
+            f"Instance {pool.name} is at capacity {pool.capacity}: "
+            f"{len(claims)} slots requested, {len(pool.grantable)} can be granted"
         )
-    return instance.with_slots(claims) if claims else instance
+    return pool.with_slots(claims) if claims else pool
 
 
-def il_preferred(
-    instance: Instance, node: str, available: Iterable[str], must_include: Sequence[str], size: int
+def instance_level_preferred(
+    pool: SlotPool, node: str, available: Iterable[str], must_include: Sequence[str], size: int
 ) -> list[str]:
     """GetPreferredAllocation of the instance-level plugin on `node`: `size` ids, the
     `must_include` ones first, then available slots from this node's own part of the range.
@@ -372,17 +371,17 @@ def il_preferred(
     """
     must = list(dict.fromkeys(must_include))
     chosen = list(must)
-    if instance.capacity > 0:
-        if node in instance.nodes:
-            place = instance.nodes.index(node) * instance.capacity // len(instance.nodes)
+    if pool.capacity > 0:
+        if node in pool.nodes:
+            place = pool.nodes.index(node) * pool.capacity // len(pool.nodes)
         else:
             place = zlib.crc32(node.encode())
-        start = place % instance.capacity
+        start = place % pool.capacity
 
         def distance(device: str) -> tuple[int, str]:
-            index = slot_index(instance.name, device)
-            far = instance.capacity  # ids that are no slot of this Instance come last
-            return ((index - start) % instance.capacity if index is not None else far, device)
+            index = slot_index(pool.name, device)
+            far = pool.capacity  # ids that are no slot of this Instance come last
+            return ((index - start) % pool.capacity if index is not None else far, device)
 
         chosen += sorted(set(available) - set(chosen), key=distance)
     return chosen[: max(size, len(must))]
@@ -401,29 +400,28 @@ class Binding:
 
 
 @dataclass(frozen=True)
-class ClAllocation:
+class ConfigurationLevelAllocation:
     """Outcome of one Allocate: the Instances to write and, per container, its bindings in order."""
 
-    instances: dict[str, Instance]  # only those whose deviceUsage changed, by name
+    pools: dict[str, SlotPool]  # only those whose deviceUsage changed, by Instance name
     containers: tuple[tuple[Binding, ...], ...]
 
 
-def _pool(configuration: str, instances: Iterable[Instance]) -> dict[str, Instance]:
-    """The Instances of `configuration` by name, in name order: decisions must be deterministic."""
+def _of_configuration(configuration: str, pools: Iterable[SlotPool]) -> dict[str, SlotPool]:
+    """The pools of `configuration`'s Instances by name, in name order: decisions must be
+    deterministic."""
     return {
-        i.name: i
-        for i in sorted(instances, key=lambda i: i.name)
-        if i.configuration == configuration
+        i.name: i for i in sorted(pools, key=lambda i: i.name) if i.configuration == configuration
     }
 
 
-def _bindings(pool: Iterable[Instance], node: str) -> dict[str, list[tuple[str, int]]]:
+def _bindings(pools: Iterable[SlotPool], node: str) -> dict[str, list[tuple[str, int]]]:
     """Virtual device -> the slots `node` holds as it (one, unless a partial write left two)."""
     bound: dict[str, list[tuple[str, int]]] = {}
-    for instance in pool:
-        for index, holding in instance.held_by(node).items():
-            if isinstance(instance.slots[index], ConfigurationHolder):
-                bound.setdefault(holding.device, []).append((instance.name, index))
+    for pool in pools:
+        for index, holding in pool.held_by(node).items():
+            if isinstance(pool.slots[index], ConfigurationHolder):
+                bound.setdefault(holding.device, []).append((pool.name, index))
     return bound
 
 
@@ -433,8 +431,9 @@ def _device_order(device: str) -> tuple[int, str]:
 
 
 @dataclass(frozen=True)
-class ClShare:
-    """What one Instance adds to the configuration-level list of a node (`cl_devices`)."""
+class ConfigurationLevelShare:
+    """What one Instance adds to the configuration-level list of a node
+    (`configuration_level_devices`)."""
 
     bound: frozenset[str]
     """The virtual devices the node holds in it."""
@@ -445,16 +444,19 @@ class ClShare:
     the node sees it."""
 
 
-def cl_share(instance: Instance, node: str, *, unique: bool) -> ClShare:
-    """All that `cl_devices` reads of `instance` besides its name and Configuration: a change
-    that keeps this equal (a slot taken elsewhere while others stay free) keeps the list."""
-    bound = frozenset(_bindings([instance], node))
-    grantable = len(instance.grantable) if node in instance.nodes else 0
-    return ClShare(bound, instance.reusable, min(grantable, 1) if unique else grantable)
+def configuration_level_share(
+    pool: SlotPool, node: str, *, unique: bool
+) -> ConfigurationLevelShare:
+    """All that `configuration_level_devices` reads of `pool` besides its name and
+    Configuration: a change that keeps this equal (a slot taken elsewhere while others stay
+    free) keeps the list."""
+    bound = frozenset(_bindings([pool], node))
+    grantable = len(pool.grantable) if node in pool.nodes else 0
+    return ConfigurationLevelShare(bound, pool.reusable, min(grantable, 1) if unique else grantable)
 
 
-def cl_devices(
-    configuration: str, instances: Iterable[Instance], node: str, *, unique: bool
+def configuration_level_devices(
+    configuration: str, pools: Iterable[SlotPool], node: str, *, unique: bool
 ) -> list[str]:
     """ListAndWatch of the configuration-level plugin on `node`, all Healthy.
 
@@ -464,27 +466,30 @@ def cl_devices(
     container) and no new id takes their name: Allocate would take it for a re-offer.
     Any set of the new ids fits one container, so a request that cannot fit stays Pending.
     """
-    shares = [cl_share(i, node, unique=unique) for i in _pool(configuration, instances).values()]
+    shares = [
+        configuration_level_share(i, node, unique=unique)
+        for i in _of_configuration(configuration, pools).values()
+    ]
     bound = frozenset().union(*(share.bound for share in shares))
     held = frozenset().union(*(share.bound for share in shares if share.offered))
     fresh = sum(share.fresh for share in shares)
     new: list[str] = []
     n = 0
     while len(new) < fresh:
-        if (device := cl_device_id(configuration, n)) not in bound:
+        if (device := configuration_level_device_id(configuration, n)) not in bound:
             new.append(device)
         n += 1
     return sorted([*held, *new], key=_device_order)
 
 
-def allocate_cl(
+def allocate_configuration_level(
     configuration: str,
-    instances: Iterable[Instance],
+    pools: Iterable[SlotPool],
     node: str,
     containers: Sequence[Sequence[str]],
     *,
     unique: bool,
-) -> ClAllocation:
+) -> ConfigurationLevelAllocation:
     """Bind the virtual devices of each container request to slots of `configuration`.
 
     Devices `node` already holds keep their slot; when `unique` and two of one container share an
@@ -492,18 +497,18 @@ def allocate_cl(
     slots (name breaks ties), never one the container already has when `unique`. Raises
     AllocationError only when no such slot exists.
     """
-    pool = _pool(configuration, instances)
-    state = dict(pool)
+    before = _of_configuration(configuration, pools)
+    state = dict(before)
     granted = tuple(
         _allocate_container(configuration, state, node, devices, unique) for devices in containers
     )
-    changed = {name: i for name, i in state.items() if i.usage != pool[name].usage}
-    return ClAllocation(changed, granted)
+    changed = {name: i for name, i in state.items() if i.usage != before[name].usage}
+    return ConfigurationLevelAllocation(changed, granted)
 
 
 def _allocate_container(
     configuration: str,
-    state: dict[str, Instance],
+    state: dict[str, SlotPool],
     node: str,
     devices: Sequence[str],
     unique: bool,
@@ -520,7 +525,7 @@ def _allocate_container(
             else:  # a duplicate binding, or one that would break uniqueness: give the slot back
                 state[name] = state[name].with_slots({index: FREE})
     for device in dict.fromkeys(d for d in devices if d not in chosen):
-        if cl_device_index(configuration, device) is None:
+        if configuration_level_device_index(configuration, device) is None:
             raise AllocationError(f"{device!r} is not a device of Configuration {configuration}")
         candidates = [
             i
@@ -545,43 +550,41 @@ def _allocate_container(
 # --- releasing (§5.5, §7) --------------------------------------------------------------------
 
 
-def holdings(instances: Iterable[Instance], node: str) -> set[Holding]:
-    """Everything `node` holds in `instances`, through either resource."""
-    return {h for instance in instances for h in instance.held_by(node).values()}
+def holdings(pools: Iterable[SlotPool], node: str) -> set[Holding]:
+    """Everything `node` holds in `pools`, through either resource."""
+    return {h for pool in pools for h in pool.held_by(node).values()}
 
 
-def release(instance: Instance, node: str, only: Collection[Holding] | None = None) -> Instance:
-    """Free the slots `node` holds in `instance`: all of them, or only those in `only`."""
-    freed = {
-        index: FREE for index, h in instance.held_by(node).items() if only is None or h in only
-    }
-    return instance.with_slots(freed) if freed else instance
+def release(pool: SlotPool, node: str, only: Collection[Holding] | None = None) -> SlotPool:
+    """Free the slots `node` holds in `pool`: all of them, or only those in `only`."""
+    freed = {index: FREE for index, h in pool.held_by(node).items() if only is None or h in only}
+    return pool.with_slots(freed) if freed else pool
 
 
-def leave(instance: Instance, node: str) -> Instance:
-    """`instance` without `node` in `nodes`; the slots its containers hold stay theirs (§5.5)."""
-    return replace(instance, nodes=tuple(n for n in instance.nodes if n != node))
+def leave(pool: SlotPool, node: str) -> SlotPool:
+    """`pool` without `node` in `nodes`; the slots its containers hold stay theirs (§5.5)."""
+    return replace(pool, nodes=tuple(n for n in pool.nodes if n != node))
 
 
-def scrub_node(instance: Instance, node: str) -> Instance:
-    """`instance` without a node that is gone: out of `nodes`, its slots freed."""
-    return leave(release(instance, node), node)
+def scrub_node(pool: SlotPool, node: str) -> SlotPool:
+    """`pool` without a node that is gone: out of `nodes`, its slots freed."""
+    return leave(release(pool, node), node)
 
 
-def disposable(instance: Instance) -> bool:
-    """Whether nothing keeps `instance`: no node sees its device and no node holds a slot."""
-    return not instance.nodes and not instance.in_use
+def disposable(pool: SlotPool) -> bool:
+    """Whether nothing keeps `pool`: no node sees its device and no node holds a slot."""
+    return not pool.nodes and not pool.in_use
 
 
-def finalizers(instance: Instance, current: Sequence[str]) -> list[str]:
-    """`current` with SLOTS_FINALIZER exactly while a node holds a slot of `instance`.
+def finalizers(pool: SlotPool, current: Sequence[str]) -> list[str]:
+    """`current` with SLOTS_FINALIZER exactly while a node holds a slot of `pool`.
 
     So deleting an Instance (by hand, or with its Configuration) waits until its slots are
     released: the record of a slot never goes while a container may use it. The API refuses
     new finalizers on an object being deleted, so none is added then.
     """
-    if not instance.in_use:
+    if not pool.in_use:
         return [f for f in current if f != SLOTS_FINALIZER]
-    if SLOTS_FINALIZER in current or instance.terminating:
+    if SLOTS_FINALIZER in current or pool.terminating:
         return list(current)
     return [*current, SLOTS_FINALIZER]

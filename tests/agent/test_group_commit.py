@@ -37,7 +37,7 @@ from tests.agent.conftest import (
 from tests.support import eventually
 
 CONFIG = configuration("cam", capacity=3, unique=False)
-CL = naming.resource_name("cam")
+CONFIGURATION_RESOURCE = naming.resource_name("cam")
 NODES = ("node-0", "node-1", "node-2", "node-3")
 DEVICES = 3
 PER_NODE = 12
@@ -75,7 +75,11 @@ def burst(rng: random.Random, nodes: Sequence[AgentNode], instances: Sequence[st
                 name, index = free.pop()
                 asks.append(Ask(node, naming.resource_name(name), naming.slot_id(name, index)))
             else:
-                asks.append(Ask(node, CL, naming.cl_device_id("cam", n)))
+                asks.append(
+                    Ask(
+                        node, CONFIGURATION_RESOURCE, naming.configuration_level_device_id("cam", n)
+                    )
+                )
     rng.shuffle(asks)
     return asks
 
@@ -89,7 +93,7 @@ async def test_bursts_of_allocates_on_four_nodes_grant_each_slot_once(
     instances = [
         await cluster.create_instance(CONFIG, f"cam{i}", list(NODES)) for i in range(DEVICES)
     ]
-    resources = [CL, *map(naming.resource_name, instances)]
+    resources = [CONFIGURATION_RESOURCE, *map(naming.resource_name, instances)]
     for node in nodes:
         await node.until_registered(*resources)
     granted_total = refused_total = 0
@@ -119,7 +123,7 @@ def all_free(node: AgentNode, instances: Sequence[str]) -> bool:
 
 
 def check(
-    pool: Sequence[slots.Instance], nodes: Sequence[AgentNode], granted: list[Ask], when: str
+    pool: Sequence[slots.SlotPool], nodes: Sequence[AgentNode], granted: list[Ask], when: str
 ) -> None:
     for instance in pool:
         assert instance.held <= instance.capacity, f"{when}: {instance.name} over capacity"
@@ -131,7 +135,7 @@ def check(
         mine = {Holding(a.resource, a.device) for a in granted if a.node is node}
         assert slots.holdings(pool, node.name) == mine, f"{when}: {node.name} holds other slots"
     for a in granted:
-        if a.resource != CL:
+        if a.resource != CONFIGURATION_RESOURCE:
             assert by_slot[a.device] == NodeHolder(a.node.name), f"{when}: {a}"
     bound = Counter(
         (holder.node, holder.vdev)
@@ -144,28 +148,34 @@ def check(
 # --- the pure decision of one batch ----------------------------------------------------------
 
 KEY = ("default", "cam-a")
-IL = naming.resource_name("cam-a")
+INSTANCE_RESOURCE = naming.resource_name("cam-a")
 
 
-def il_request(*indexes: int, node: str = "node-0") -> Request:
+def instance_level_request(*indexes: int, node: str = "node-0") -> Request:
     wanted = [naming.slot_id("cam-a", i) for i in indexes]
 
-    def decide(state: State) -> tuple[dict[Key, slots.Instance], Grant]:
-        return {KEY: slots.allocate_il(state[KEY], node, wanted)}, Grant([["cam-a"]], {})
+    def decide(state: State) -> tuple[dict[Key, slots.SlotPool], Grant]:
+        return {KEY: slots.allocate_instance_level(state[KEY], node, wanted)}, Grant(
+            [["cam-a"]], {}
+        )
 
-    return Request(lambda: (KEY,), decide, frozenset(Holding(IL, s) for s in wanted))
+    return Request(lambda: (KEY,), decide, frozenset(Holding(INSTANCE_RESOURCE, s) for s in wanted))
 
 
-def instance(**usage: str) -> slots.Instance:
-    return slots.Instance("cam-a", "cam", 2, ("node-0",), usage)
+def instance(**usage: str) -> slots.SlotPool:
+    return slots.SlotPool("cam-a", "cam", 2, ("node-0",), usage)
 
 
 def test_requests_are_decided_in_order_each_refused_alone() -> None:
-    decided = decide_batch({KEY: instance()}, "node-0", [il_request(0), il_request(0, 1)], ())
+    decided = decide_batch(
+        {KEY: instance()}, "node-0", [instance_level_request(0), instance_level_request(0, 1)], ()
+    )
     first, second = decided.outcomes
     assert isinstance(first, Grant)
     assert isinstance(second, Grant)  # slot 0 is this node's already: a re-offer passes
-    third = decide_batch({KEY: instance()}, "node-0", [il_request(1), il_request(2)], ())
+    third = decide_batch(
+        {KEY: instance()}, "node-0", [instance_level_request(1), instance_level_request(2)], ()
+    )
     assert isinstance(third.outcomes[1], slots.AllocationError)  # not a slot of cam-a
     assert third.state[KEY].usage == {naming.slot_id("cam-a", 1): "node-0"}
 
@@ -173,13 +183,13 @@ def test_requests_are_decided_in_order_each_refused_alone() -> None:
 def test_a_refused_request_gives_back_what_an_earlier_round_wrote_for_it() -> None:
     slot0, slot1 = naming.slot_id("cam-a", 0), naming.slot_id("cam-a", 1)
     written = instance(**{slot0: "node-0", slot1: "node-1"})  # round 1 took slot 0; then
-    refused = il_request(0, 1)  # slot 1 went to another node
+    refused = instance_level_request(0, 1)  # slot 1 went to another node
     decided = decide_batch({KEY: written}, "node-0", [refused], held_before=())
     assert isinstance(decided.outcomes[0], slots.AllocationError)
     assert decided.state[KEY].usage == {slot0: "", slot1: "node-1"}
-    kept = decide_batch({KEY: written}, "node-0", [refused], {Holding(IL, slot0)})
+    kept = decide_batch({KEY: written}, "node-0", [refused], {Holding(INSTANCE_RESOURCE, slot0)})
     assert kept.state[KEY].usage == {slot0: "node-0", slot1: "node-1"}  # held before: stays
-    shared = decide_batch({KEY: written}, "node-0", [refused, il_request(0)], ())
+    shared = decide_batch({KEY: written}, "node-0", [refused, instance_level_request(0)], ())
     assert shared.state[KEY].usage == {slot0: "node-0", slot1: "node-1"}  # granted to another
 
 
@@ -196,11 +206,11 @@ async def test_requests_queued_while_a_write_conflicts_join_its_batch(
     cluster.set_configuration(config)
     node = await start_node("node-0", allocate_timeout=DEADLINE_S)  # holds the API for a while
     a, b = [await cluster.create_instance(config, d, ["node-0"]) for d in ("a", "b")]
-    il_a, il_b = naming.resource_name(a), naming.resource_name(b)
+    instance_resource_a, instance_resource_b = naming.resource_name(a), naming.resource_name(b)
     a0, a1, a2, a3 = (naming.slot_id(a, i) for i in range(4))
     b0, b1 = naming.slot_id(b, 0), naming.slot_id(b, 1)
     await cluster.change_instance(b, device_usage={b0: "node-0", b1: "node-1"})
-    await node.until_registered(il_a, il_b)
+    await node.until_registered(instance_resource_a, instance_resource_b)
     await node.until(
         lambda: (
             (seen := node.cache.get(NAMESPACE, b)) is not None
@@ -212,12 +222,16 @@ async def test_requests_queued_while_a_write_conflicts_join_its_batch(
     held = apiserver.faults.add(
         FaultRule(verb="update", resource="instances", name=a, count=1, hold=True)
     )
-    first = asyncio.create_task(ask(Ask(node, il_a, a0)))
+    first = asyncio.create_task(ask(Ask(node, instance_resource_a, a0)))
     await eventually(lambda: held.hits == 1, "the first write to reach the API")
     await cluster.change_instance(a, device_usage={a3: "node-1"})  # the held write will meet it
-    rest = [Ask(node, il_a, a1), Ask(node, il_a, a2), Ask(node, il_a, a3)]
+    rest = [
+        Ask(node, instance_resource_a, a1),
+        Ask(node, instance_resource_a, a2),
+        Ask(node, instance_resource_a, a3),
+    ]
     later = [asyncio.create_task(ask(r)) for r in rest]
-    refused_pair = asyncio.create_task(allocate_code(node, il_b, [b0, b1]))
+    refused_pair = asyncio.create_task(allocate_code(node, instance_resource_b, [b0, b1]))
     await eventually(lambda: node.manager.commits.queued == 4, "the others to be queued")
     apiserver.faults.remove(held.id)
     assert await first == grpc.StatusCode.OK
@@ -242,15 +256,15 @@ async def test_a_request_that_joins_a_batch_keeps_its_own_deadline(
     cluster.set_configuration(config)
     node = await start_node("node-0", allocate_timeout=timeout)
     a = await cluster.create_instance(config, "a", ["node-0"])
-    il_a = naming.resource_name(a)
+    instance_resource_a = naming.resource_name(a)
     a0, a1, a3 = (naming.slot_id(a, i) for i in (0, 1, 3))
-    await node.until_registered(il_a)
+    await node.until_registered(instance_resource_a)
     loop = asyncio.get_running_loop()
     first_write = apiserver.faults.add(
         FaultRule(verb="update", resource="instances", name=a, count=1, hold=True)
     )
     started = loop.time()
-    first = asyncio.create_task(ask(Ask(node, il_a, a0)))
+    first = asyncio.create_task(ask(Ask(node, instance_resource_a, a0)))
     await eventually(lambda: first_write.hits == 1, "the first write to reach the API")
     await cluster.change_instance(a, device_usage={a3: "node-1"})  # the held write will meet it
     second_write = apiserver.faults.add(
@@ -259,7 +273,7 @@ async def test_a_request_that_joins_a_batch_keeps_its_own_deadline(
     # Not a synchronisation: sets the late request's own deadline 0.6 x timeout after the
     # first's, which leaves it ~2 s to be written once the first deadline has passed.
     await asyncio.sleep(timeout * 0.6)
-    late = asyncio.create_task(ask(Ask(node, il_a, a1)))
+    late = asyncio.create_task(ask(Ask(node, instance_resource_a, a1)))
     await eventually(lambda: node.manager.commits.queued == 1, "the late request to be queued")
     apiserver.faults.remove(first_write.id)  # meets the change: decided again with `late`
     await eventually(lambda: second_write.hits == 1, "the batch's next write to reach the API")

@@ -16,7 +16,7 @@ from akri.sim.kubelet import AdmissionError, Container
 from tests.agent.conftest import Cluster, StartNode, configuration
 
 N, M = "node-n", "node-m"
-CL = "akri.sh/cfg"
+CONFIGURATION_RESOURCE = "akri.sh/cfg"
 
 
 async def lower_capacity(cluster: Cluster, instance: str, capacity: int) -> None:
@@ -35,18 +35,20 @@ async def test_a_configuration_level_device_held_over_capacity_goes_to_no_new_po
     cluster.set_configuration(configuration("cfg", capacity=2))
     a = await cluster.create_instance(configuration("cfg", capacity=2), "foo0", [N])
     n = await start_node(N)
-    await n.until_capacity(CL, 1, 1)
-    first = await n.admit(Container("app", {CL: 1}))
-    await n.until_capacity(CL, 2, 2)  # its id, and a new one for the free slot
-    await n.admit(Container("app", {CL: 1}))
+    await n.until_capacity(CONFIGURATION_RESOURCE, 1, 1)
+    first = await n.admit(Container("app", {CONFIGURATION_RESOURCE: 1}))
+    await n.until_capacity(CONFIGURATION_RESOURCE, 2, 2)  # its id, and a new one for the free slot
+    await n.admit(Container("app", {CONFIGURATION_RESOURCE: 1}))
     assert held(await cluster.usage(a)) == [f"C:cfg-0:{N}", f"C:cfg-1:{N}"]
 
     await lower_capacity(cluster, a, 1)
 
-    await n.until_capacity(CL, 0, 0)  # both held over capacity: offered to no new container
+    await n.until_capacity(
+        CONFIGURATION_RESOURCE, 0, 0
+    )  # both held over capacity: offered to no new container
     assert n.kubelet.remove_pod(first.spec.uid)  # its id stays held (no reclaimer here)
     with pytest.raises(AdmissionError, match="unavailable"):
-        await n.admit(Container("app", {CL: 1}))
+        await n.admit(Container("app", {CONFIGURATION_RESOURCE: 1}))
     assert held(await cluster.usage(a)) == [f"C:cfg-0:{N}", f"C:cfg-1:{N}"]
 
 
@@ -55,19 +57,21 @@ async def test_an_instance_level_slot_held_over_capacity_goes_to_no_new_pod(
 ) -> None:
     cluster.set_configuration(configuration("cfg", capacity=2))
     a = await cluster.create_instance(configuration("cfg", capacity=2), "foo0", [N, M])
-    il = naming.resource_name(a)
+    instance_resource = naming.resource_name(a)
     n, m = await start_node(N), await start_node(M)
-    await n.until_capacity(il, 2, 2)
-    first = await n.admit(Container("app", {il: 1}))
-    assert first.ids("app", il) == (f"{a}-0",)  # each node prefers its own share of slots
-    await m.until_capacity(il, 2, 1)
-    await m.admit(Container("app", {il: 1}))
+    await n.until_capacity(instance_resource, 2, 2)
+    first = await n.admit(Container("app", {instance_resource: 1}))
+    assert first.ids("app", instance_resource) == (
+        f"{a}-0",
+    )  # each node prefers its own share of slots
+    await m.until_capacity(instance_resource, 2, 1)
+    await m.admit(Container("app", {instance_resource: 1}))
     assert held(await cluster.usage(a)) == [M, N]
 
     await lower_capacity(cluster, a, 1)
 
-    await n.until_capacity(il, 1, 0)  # slot 0 is listed, but not for a new container
+    await n.until_capacity(instance_resource, 1, 0)  # slot 0 is listed, but not for a new container
     assert n.kubelet.remove_pod(first.spec.uid)
     with pytest.raises(AdmissionError, match="unavailable"):
-        await n.admit(Container("app", {il: 1}))
+        await n.admit(Container("app", {instance_resource: 1}))
     assert (await cluster.usage(a))[f"{a}-0"] == N

@@ -39,41 +39,53 @@ def holders(usage: dict[str, str]) -> list[str]:
 
 async def test_worked_example_unique_devices(cluster: Cluster, start_node: StartNode) -> None:
     a, b, n, m = await two_instances(cluster, start_node, unique=True)
-    cl, il_a, il_b = "akri.sh/cfg", naming.resource_name(a), naming.resource_name(b)
+    configuration_resource, instance_resource_a, instance_resource_b = (
+        "akri.sh/cfg",
+        naming.resource_name(a),
+        naming.resource_name(b),
+    )
     for node in (n, m):
-        await node.until_capacity(il_a, 2, 2)
-        await node.until_capacity(il_b, 2, 2)
-        await node.until_capacity(cl, 2, 2)  # one id per Instance
+        await node.until_capacity(instance_resource_a, 2, 2)
+        await node.until_capacity(instance_resource_b, 2, 2)
+        await node.until_capacity(configuration_resource, 2, 2)  # one id per Instance
     with pytest.raises(AdmissionError, match="unavailable"):
-        await m.admit(Container("app", {cl: 3}))  # three distinct devices never fit
+        await m.admit(
+            Container("app", {configuration_resource: 3})
+        )  # three distinct devices never fit
 
-    p1 = await n.admit(Container("app", {cl: 2}))
+    p1 = await n.admit(Container("app", {configuration_resource: 2}))
 
-    ids = p1.ids("app", cl)
+    ids = p1.ids("app", configuration_resource)
     usage_a, usage_b = await cluster.usage(a), await cluster.usage(b)
     assert {v for v in usage_a.values() if v} | {v for v in usage_b.values() if v} == {
         f"C:{device}:{N}" for device in ids
     }
     assert len(holders(usage_a)) == len(holders(usage_b)) == 1  # distinct devices
-    envs = dict(p1.allocations["app"][cl].response.envs)
+    envs = dict(p1.allocations["app"][configuration_resource].response.envs)
     for instance, url in ((a, "a"), (b, "b")):  # every device's env, not only the first one's
         assert envs[naming.property_env_name("URL", instance)] == url
     assert "URL" not in envs  # two devices: no plain device property
     assert envs["SITE"] == "lab"
-    await n.until_capacity(cl, 4, 4)  # the two held ids plus one new id per Instance
+    await n.until_capacity(
+        configuration_resource, 4, 4
+    )  # the two held ids plus one new id per Instance
     for node in (n, m):
-        await node.until_capacity(il_a, 2, 1)
-        await node.until_capacity(il_b, 2, 1)
+        await node.until_capacity(instance_resource_a, 2, 1)
+        await node.until_capacity(instance_resource_b, 2, 1)
 
-    p2 = await m.admit(Container("app", {il_a: 1}))
+    p2 = await m.admit(Container("app", {instance_resource_a: 1}))
 
-    (slot,) = p2.ids("app", il_a)
+    (slot,) = p2.ids("app", instance_resource_a)
     assert (await cluster.usage(a))[slot] == M
-    await n.until_capacity(cl, 3, 3)  # N's id for A is gone, B can still be offered
+    await n.until_capacity(
+        configuration_resource, 3, 3
+    )  # N's id for A is gone, B can still be offered
     before = [await cluster.usage(a), await cluster.usage(b)]
     for node in (n, m):
         with pytest.raises(AdmissionError, match="unavailable"):
-            await node.admit(Container("app", {cl: 3}))  # at most one new id per free device
+            await node.admit(
+                Container("app", {configuration_resource: 3})
+            )  # at most one new id per free device
     assert [await cluster.usage(a), await cluster.usage(b)] == before
 
 
@@ -81,21 +93,23 @@ async def test_without_unique_devices_the_whole_capacity_is_offered(
     cluster: Cluster, start_node: StartNode
 ) -> None:
     a, b, n, _ = await two_instances(cluster, start_node, unique=False)
-    cl = "akri.sh/cfg"
-    await n.until_capacity(cl, 4, 4)
+    configuration_resource = "akri.sh/cfg"
+    await n.until_capacity(configuration_resource, 4, 4)
 
-    pod = await n.admit(Container("app", {cl: 3}))
+    pod = await n.admit(Container("app", {configuration_resource: 3}))
 
     usage = {**await cluster.usage(a), **await cluster.usage(b)}
-    assert holders(usage) == sorted(f"C:{device}:{N}" for device in pod.ids("app", cl))
-    envs = dict(pod.allocations["app"][cl].response.envs)
+    assert holders(usage) == sorted(
+        f"C:{device}:{N}" for device in pod.ids("app", configuration_resource)
+    )
+    envs = dict(pod.allocations["app"][configuration_resource].response.envs)
     assert {envs[naming.property_env_name("URL", i)] for i in (a, b)} == {"a", "b"}
-    await n.until_capacity(cl, 4, 4)  # three held, one still free
-    second = await n.admit(Container("app", {cl: 1}))
-    (device,) = second.ids("app", cl)
+    await n.until_capacity(configuration_resource, 4, 4)  # three held, one still free
+    second = await n.admit(Container("app", {configuration_resource: 1}))
+    (device,) = second.ids("app", configuration_resource)
     assert f"C:{device}:{N}" in {**await cluster.usage(a), **await cluster.usage(b)}.values()
     with pytest.raises(AdmissionError, match="unavailable"):
-        await n.admit(Container("app", {cl: 1}))
+        await n.admit(Container("app", {configuration_resource: 1}))
 
 
 async def test_init_container_ids_offered_again_are_accepted(
@@ -103,13 +117,16 @@ async def test_init_container_ids_offered_again_are_accepted(
 ) -> None:
     """Akri #843: the kubelet hands the init container's ids to the app container."""
     a, b, n, _ = await two_instances(cluster, start_node, unique=True)
-    cl = "akri.sh/cfg"
-    await n.until_capacity(cl, 2, 2)
+    configuration_resource = "akri.sh/cfg"
+    await n.until_capacity(configuration_resource, 2, 2)
 
-    pod = await n.admit(Container("app", {cl: 1}), init=[Container("init", {cl: 1})])
+    pod = await n.admit(
+        Container("app", {configuration_resource: 1}),
+        init=[Container("init", {configuration_resource: 1})],
+    )
 
-    assert pod.ids("init", cl) == pod.ids("app", cl)
-    (device,) = pod.ids("app", cl)
+    assert pod.ids("init", configuration_resource) == pod.ids("app", configuration_resource)
+    (device,) = pod.ids("app", configuration_resource)
     usage = {**await cluster.usage(a), **await cluster.usage(b)}
     assert holders(usage) == [f"C:{device}:{N}"]
 
@@ -119,24 +136,26 @@ async def test_a_deleted_pods_replacement_is_admitted(
 ) -> None:
     """Akri #849: the replacement gets the same id the node still holds; no admission error."""
     a, b, n, _ = await two_instances(cluster, start_node, unique=True)
-    cl = "akri.sh/cfg"
-    await n.until_capacity(cl, 2, 2)
-    pod = await n.admit(Container("app", {cl: 2}))
+    configuration_resource = "akri.sh/cfg"
+    await n.until_capacity(configuration_resource, 2, 2)
+    pod = await n.admit(Container("app", {configuration_resource: 2}))
     for _ in range(3):
         assert n.kubelet.remove_pod(pod.spec.uid)
-        pod = await n.admit(Container("app", {cl: 2}))
+        pod = await n.admit(Container("app", {configuration_resource: 2}))
     usage = {**await cluster.usage(a), **await cluster.usage(b)}
-    assert holders(usage) == sorted(f"C:{device}:{N}" for device in pod.ids("app", cl))
+    assert holders(usage) == sorted(
+        f"C:{device}:{N}" for device in pod.ids("app", configuration_resource)
+    )
 
 
 async def test_a_refused_allocate_leaves_nothing_held(
     cluster: Cluster, start_node: StartNode
 ) -> None:
     a, b, n, _ = await two_instances(cluster, start_node, unique=True)
-    cl = "akri.sh/cfg"
-    await n.until_capacity(cl, 2, 2)
+    configuration_resource = "akri.sh/cfg"
+    await n.until_capacity(configuration_resource, 2, 2)
 
-    code, message = await allocate_error(n, cl, ["cfg-0", "cfg-1", "cfg-2"])
+    code, message = await allocate_error(n, configuration_resource, ["cfg-0", "cfg-1", "cfg-2"])
 
     assert code == grpc.StatusCode.FAILED_PRECONDITION
     assert "cannot allocate cfg-2" in message
@@ -147,10 +166,10 @@ async def test_each_container_of_one_request_gets_its_own_env(
     cluster: Cluster, start_node: StartNode
 ) -> None:
     a, b, n, _ = await two_instances(cluster, start_node, unique=True)
-    cl = "akri.sh/cfg"
-    await n.until_capacity(cl, 2, 2)
+    configuration_resource = "akri.sh/cfg"
+    await n.until_capacity(configuration_resource, 2, 2)
 
-    response = await allocate(n, cl, ["cfg-0"], ["cfg-1"])
+    response = await allocate(n, configuration_resource, ["cfg-0"], ["cfg-1"])
 
     first, second = (dict(c.envs) for c in response.container_responses)
     assert {first["URL"], second["URL"]} == {"a", "b"}  # one device each: plain names too

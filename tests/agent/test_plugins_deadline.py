@@ -18,7 +18,7 @@ from tests.agent.conftest import Cluster, StartNode, allocate_error, configurati
 from tests.support import eventually
 
 CONFIG = configuration("cam", capacity=2)
-CL = "akri.sh/cam"
+CONFIGURATION_RESOURCE = "akri.sh/cam"
 
 
 async def test_allocate_fails_while_the_api_hangs_and_the_node_recovers(
@@ -27,18 +27,21 @@ async def test_allocate_fails_while_the_api_hangs_and_the_node_recovers(
     cluster.set_configuration(CONFIG)
     node = await start_node("node-a", allocate_timeout=0.3, reclaim=True, grace=0.2)
     name = await cluster.create_instance(CONFIG, "foo0", ["node-a"])
-    il = naming.resource_name(name)
-    await node.until_capacity(il, 2, 2)
-    await node.until_capacity(CL, 1, 1)
+    instance_resource = naming.resource_name(name)
+    await node.until_capacity(instance_resource, 2, 2)
+    await node.until_capacity(CONFIGURATION_RESOURCE, 1, 1)
 
     apiserver.faults.pause()
     try:
         batches = node.manager.commits.batches
-        first = asyncio.create_task(node.admit(Container("app", {il: 1})))
-        await eventually(lambda: node.manager.commits.batches > batches, "the IL write to start")
-        # Queued behind the IL write, the CL write starts later than its Allocate and is
-        # usually still waiting for the API when that Allocate has given up: it lands below.
-        code, _ = await allocate_error(node, CL, ["cam-0"])
+        first = asyncio.create_task(node.admit(Container("app", {instance_resource: 1})))
+        await eventually(
+            lambda: node.manager.commits.batches > batches, "the instance-level write to start"
+        )
+        # Queued behind the instance-level write, the configuration-level write starts later
+        # than its Allocate and is usually still waiting for the API when that Allocate has
+        # given up: it lands below.
+        code, _ = await allocate_error(node, CONFIGURATION_RESOURCE, ["cam-0"])
         assert code == grpc.StatusCode.DEADLINE_EXCEEDED
         with pytest.raises(AdmissionError) as refused:
             await first
@@ -53,12 +56,12 @@ async def test_allocate_fails_while_the_api_hangs_and_the_node_recovers(
         # that slot: a refusal then fails one pod, as an API answering slowly does (0.3 s on
         # a loaded machine), and the next pod (its controller makes one) is admitted.
         try:
-            return await node.admit(Container("app", {il: 1}))
+            return await node.admit(Container("app", {instance_resource: 1}))
         except AdmissionError:
             return None
 
     pod = await eventually(admitted, "a pod to be admitted once the API answers")
-    (slot,) = pod.ids("app", il)
+    (slot,) = pod.ids("app", instance_resource)
     assert (await cluster.usage(name))[slot] == "node-a"
 
     async def nothing_leaked() -> bool:

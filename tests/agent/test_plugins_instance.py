@@ -186,7 +186,9 @@ async def test_lists_are_sent_only_when_they_change(
     assert (sends(a, "instance"), sends(a, "configuration")) == (1, 1)
 
     await cluster.change_instance(name, broker_properties={"NEW": "1"})  # same slots
-    await cluster.change_instance(name, capacity=3)  # one more slot; still one CL id
+    await cluster.change_instance(
+        name, capacity=3
+    )  # one more slot; still one configuration-level id
     await a.until_capacity(resource, 3, 3)
 
     assert (sends(a, "instance"), sends(a, "configuration")) == (2, 1)

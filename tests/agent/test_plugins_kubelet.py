@@ -21,15 +21,16 @@ from tests.kubelet.plugin import FakePlugin
 from tests.support import eventually
 
 CONFIG = configuration("cam", capacity=2)
-CL = "akri.sh/cam"
+CONFIGURATION_RESOURCE = "akri.sh/cam"
 
 
 async def serving(cluster: Cluster, node: AgentNode) -> tuple[str, str]:
-    """One Instance on `node`; returns its IL resource once both plugins are registered."""
+    """One Instance on `node`; returns its instance-level resource once both plugins are
+    registered."""
     name = await cluster.create_instance(CONFIG, "foo0", [node.name])
     resource = naming.resource_name(name)
     await node.until_capacity(resource, 2, 2)
-    await node.until_capacity(CL, 1, 1)
+    await node.until_capacity(CONFIGURATION_RESOURCE, 1, 1)
     await eventually(lambda: node.manager.ready, "the manager to be ready")
     return name, resource
 
@@ -52,15 +53,22 @@ async def test_kubelet_restart_re_registers_every_plugin_and_pods_keep_their_slo
     node = await start_node("node-a")
     name, resource = await serving(cluster, node)
     pods = [await node.admit(Container("app", {resource: 1}))]
-    pods.append(await node.admit(Container("app", {CL: 1})))
+    pods.append(await node.admit(Container("app", {CONFIGURATION_RESOURCE: 1})))
     usage = await cluster.usage(name)
     sockets = {r: p.server.socket for r, p in node.manager.plugins.items() if p.server}
 
     await node.kubelet.restart()
 
-    await node.until(lambda: registered_again(node, resource, CL), "both plugins re-registered")
-    await node.until_capacity(resource, 2, 1)  # the slot held through CL is Unhealthy for IL
-    await node.until_capacity(CL, 1, 1)  # the held id; the Instance has no free slot left
+    await node.until(
+        lambda: registered_again(node, resource, CONFIGURATION_RESOURCE),
+        "both plugins re-registered",
+    )
+    await node.until_capacity(
+        resource, 2, 1
+    )  # the slot held through the configuration level is Unhealthy at the instance level
+    await node.until_capacity(
+        CONFIGURATION_RESOURCE, 1, 1
+    )  # the held id; the Instance has no free slot left
     assert list(node.kubelet.pods.values()) == pods
     assert await cluster.usage(name) == usage
     for r, plugin in node.manager.plugins.items():  # the kubelet deleted the old sockets
@@ -90,7 +98,9 @@ async def test_a_deleted_plugin_socket_brings_a_new_incarnation(
     assert current is not None
     assert current.socket != old
     assert current.socket.exists()
-    assert node.kubelet.registrations[CL] == 1  # the other plugin was left alone
+    assert (
+        node.kubelet.registrations[CONFIGURATION_RESOURCE] == 1
+    )  # the other plugin was left alone
 
 
 async def test_a_cut_list_and_watch_stream_brings_a_new_registration(
@@ -125,9 +135,9 @@ async def test_plugins_wait_for_a_kubelet_that_starts_late(
     await node.kubelet.start()
 
     await node.until_capacity(resource, 2, 2)
-    await node.until_capacity(CL, 1, 1)
+    await node.until_capacity(CONFIGURATION_RESOURCE, 1, 1)
     await eventually(lambda: node.manager.ready, "the manager to be ready")
-    assert node.kubelet.registrations == {resource: 1, CL: 1}
+    assert node.kubelet.registrations == {resource: 1, CONFIGURATION_RESOURCE: 1}
 
 
 @dataclass
@@ -168,7 +178,7 @@ async def test_plugins_without_a_kubelet_wait_for_the_watch_to_see_one(
     await node.kubelet.start()
 
     await node.until_capacity(resource, 2, 2)
-    await node.until_capacity(CL, 1, 1)
+    await node.until_capacity(CONFIGURATION_RESOURCE, 1, 1)
 
 
 async def test_plugins_come_back_after_a_kubelet_outage(
@@ -184,7 +194,10 @@ async def test_plugins_come_back_after_a_kubelet_outage(
     await eventually(lambda: plugin_sockets(node) == set(), "the plugins to stop serving")
     await node.kubelet.start()
 
-    await node.until(lambda: registered_again(node, resource, CL), "both plugins re-registered")
+    await node.until(
+        lambda: registered_again(node, resource, CONFIGURATION_RESOURCE),
+        "both plugins re-registered",
+    )
     await eventually(lambda: node.manager.ready, "the manager to be ready again")
 
 
@@ -200,7 +213,10 @@ async def test_a_restarted_agent_registers_again_and_pods_keep_their_slots(
 
     await node.restart_agent()
 
-    await node.until(lambda: registered_again(node, resource, CL), "both plugins re-registered")
+    await node.until(
+        lambda: registered_again(node, resource, CONFIGURATION_RESOURCE),
+        "both plugins re-registered",
+    )
     await eventually(lambda: node.manager.ready, "the new agent to be ready")
     assert node.kubelet.pods[pod.spec.uid] == pod
     assert await cluster.usage(name) == usage
@@ -218,7 +234,7 @@ async def test_a_kubelet_restart_registers_each_of_many_plugins_exactly_once_mor
         await cluster.create_instance(CONFIG, f"dev{i}", [node.name])
         for i in range(2 * CONCURRENT_REGISTRATIONS + 3)
     ]
-    resources = [naming.resource_name(name) for name in names] + [CL]
+    resources = [naming.resource_name(name) for name in names] + [CONFIGURATION_RESOURCE]
     await eventually(lambda: node.manager.ready, "every plugin registered")
     assert all(node.kubelet.registrations[r] == 1 for r in resources)
 

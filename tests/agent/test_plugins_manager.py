@@ -13,7 +13,7 @@ from tests.agent.conftest import AgentNode, Cluster, StartNode, configuration
 from tests.support import eventually
 
 CONFIG = configuration("cam", capacity=2)
-CL = "akri.sh/cam"
+CONFIGURATION_RESOURCE = "akri.sh/cam"
 
 
 def served(node: AgentNode) -> set[str]:
@@ -30,17 +30,29 @@ async def test_plugins_follow_instances_and_configurations(
     node = await start_node("node-a")
     first = await cluster.create_instance(CONFIG, "foo0", ["node-a"])
     second = await cluster.create_instance(CONFIG, "foo1", ["node-a"])
-    il_first, il_second = naming.resource_name(first), naming.resource_name(second)
+    first_instance_resource, second_instance_resource = (
+        naming.resource_name(first),
+        naming.resource_name(second),
+    )
     await eventually(lambda: node.manager.ready, "the manager to settle")
     assert node.manager.plugins == {}  # the Configuration is not known yet
 
     cluster.set_configuration(CONFIG)
-    await node.until(lambda: served(node) == {CL, il_first, il_second}, "three plugins")
-    await node.until_capacity(CL, 2, 2)
+    await node.until(
+        lambda: (
+            served(node)
+            == {CONFIGURATION_RESOURCE, first_instance_resource, second_instance_resource}
+        ),
+        "three plugins",
+    )
+    await node.until_capacity(CONFIGURATION_RESOURCE, 2, 2)
 
     await cluster.delete_instance(first)
-    await node.until(lambda: served(node) == {CL, il_second}, "the first IL plugin gone")
-    await node.until_capacity(CL, 1, 1)
+    await node.until(
+        lambda: served(node) == {CONFIGURATION_RESOURCE, second_instance_resource},
+        "the first instance-level plugin gone",
+    )
+    await node.until_capacity(CONFIGURATION_RESOURCE, 1, 1)
     await eventually(lambda: len(plugin_sockets(node)) == 2, "its socket removed")
 
     cluster.delete_configuration("cam")
@@ -56,14 +68,14 @@ async def test_a_uniqueness_change_replaces_the_configuration_plugin(
     node = await start_node("node-a")
     for device in ("foo0", "foo1"):
         await cluster.create_instance(CONFIG, device, ["node-a"])
-    await node.until_capacity(CL, 2, 2)
+    await node.until_capacity(CONFIGURATION_RESOURCE, 2, 2)
 
     cluster.set_configuration(configuration("cam", capacity=2, unique=False))
 
-    await node.until_capacity(CL, 4, 4)
-    assert node.kubelet.registrations[CL] == 2
-    pod = await node.admit(Container("app", {CL: 4}))
-    assert len(pod.ids("app", CL)) == 4
+    await node.until_capacity(CONFIGURATION_RESOURCE, 4, 4)
+    assert node.kubelet.registrations[CONFIGURATION_RESOURCE] == 2
+    pod = await node.admit(Container("app", {CONFIGURATION_RESOURCE: 4}))
+    assert len(pod.ids("app", CONFIGURATION_RESOURCE)) == 4
 
 
 async def test_configuration_properties_change_without_a_restart(

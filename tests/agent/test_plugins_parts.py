@@ -4,6 +4,7 @@ the record of recent grants, ListAndWatch lists, and logging problems once."""
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from akri.agent.plugins.allocations import Allocations
 from akri.agent.plugins.reclaim import devices_in_use
 from akri.agent.plugins.servicer import list_response
 from akri.agent.plugins.sockets import new_nonce, socket_name
-from akri.api import Instance, InstanceSpec, ObjectMeta
+from akri.api import Instance, InstanceSpec, InstanceStatus, ObjectMeta
 from akri.api.pool import released, view, with_usage
 from akri.logs import OnceLog
 from akri.naming import digest
@@ -88,7 +89,7 @@ def stored(usage: dict[str, str]) -> Instance:
 
 def test_the_engine_view_and_back() -> None:
     instance = stored({"cfg-8120fe-0": "a"})
-    assert view(instance) == slots.Instance("cfg-8120fe", "cfg", 2, ("a",), {"cfg-8120fe-0": "a"})
+    assert view(instance) == slots.SlotPool("cfg-8120fe", "cfg", 2, ("a",), {"cfg-8120fe-0": "a"})
     assert with_usage(instance, {"cfg-8120fe-0": "a"}) is None  # nothing to write
     changed = with_usage(instance, {"cfg-8120fe-0": "a", "cfg-8120fe-1": "C:cfg-0:a"})
     assert changed is not None
@@ -97,13 +98,31 @@ def test_the_engine_view_and_back() -> None:
     assert instance.spec.device_usage == {"cfg-8120fe-0": "a"}  # the cached copy is untouched
 
 
+def test_the_view_is_kept_on_the_instance_only_while_its_spec_and_metadata_are() -> None:
+    instance = stored({"cfg-8120fe-0": "a"})
+    pool = view(instance)
+    assert view(instance) is pool  # kept, and with it the pool's own derived views
+    assert instance == stored({"cfg-8120fe-0": "a"})  # invisible to == and to the wire
+    assert instance.to_wire() == stored({"cfg-8120fe-0": "a"}).to_wire()
+    assert view(instance.model_copy(update={"status": InstanceStatus()})) is pool
+    assert view(instance.model_copy(deep=True)) == pool
+
+    # Copies carry the kept view along; each sees its own state all the same.
+    freed = with_usage(instance, {"cfg-8120fe-0": ""})
+    assert freed is not None
+    assert view(freed).usage == {"cfg-8120fe-0": ""}
+    metadata = instance.metadata.model_copy(update={"deletion_timestamp": datetime.now(UTC)})
+    assert view(instance.model_copy(update={"metadata": metadata})).terminating
+    assert view(instance) is pool
+
+
 def test_released_frees_only_the_named_holdings_of_the_node() -> None:
     instance = stored({"cfg-8120fe-0": "a", "cfg-8120fe-1": "C:cfg-0:a"})
-    cl = slots.Holding("akri.sh/cfg", "cfg-0")
-    freed = released(instance, "a", [cl])
+    holding = slots.Holding("akri.sh/cfg", "cfg-0")
+    freed = released(instance, "a", [holding])
     assert freed is not None
     assert freed.spec.device_usage == {"cfg-8120fe-0": "a", "cfg-8120fe-1": ""}
-    assert released(instance, "b", [cl]) is None  # another node's holding: nothing to write
+    assert released(instance, "b", [holding]) is None  # another node's holding: nothing to write
 
 
 def test_devices_in_use_are_the_akri_devices_of_listed_containers() -> None:

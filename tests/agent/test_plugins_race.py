@@ -24,7 +24,7 @@ from akri.sim.kubelet import AdmissionError, Container
 from tests.agent.conftest import AgentNode, Clock, Cluster, StartNode, configuration
 
 CONFIG = configuration("cam", capacity=2, unique=True)
-CL = "akri.sh/cam"
+CONFIGURATION_RESOURCE = "akri.sh/cam"
 ROUNDS = 300
 SOAK_ROUNDS = 2000
 NODES = ("node-0", "node-1", "node-2", "node-3")
@@ -43,7 +43,8 @@ async def check_invariant(
             holding.device
             for instance in pool
             for index in instance.slots
-            if (holding := instance.holding(index, node.name)) and holding.resource == CL
+            if (holding := instance.holding(index, node.name))
+            and holding.resource == CONFIGURATION_RESOURCE
         )
         assert all(count == 1 for count in bound.values()), f"{when}: {node.name} {bound}"
 
@@ -76,7 +77,7 @@ async def race(cluster: Cluster, start_node: StartNode, rounds: int, *, seed: in
     cluster.set_configuration(CONFIG)
     nodes = [await start_node(name, clock=clock) for name in NODES]
     instances = [await cluster.create_instance(CONFIG, f"cam{i}", list(NODES)) for i in range(3)]
-    resources = [CL, *map(naming.resource_name, instances)]
+    resources = [CONFIGURATION_RESOURCE, *map(naming.resource_name, instances)]
     for node in nodes:
         await node.until_registered(*resources)
     reclaimers = [

@@ -32,7 +32,7 @@ from tests.agent.conftest import (
 from tests.support import eventually
 
 CONFIG = configuration("cam", capacity=2)
-CL = "akri.sh/cam"
+CONFIGURATION_RESOURCE = "akri.sh/cam"
 GRACE_S = 20.0
 
 
@@ -57,23 +57,26 @@ async def setup(
     instance = await cluster.create_instance(CONFIG, "foo0", list(names))
     for node in nodes:
         await node.until_capacity(naming.resource_name(instance), 2, 2)
-        await node.until_capacity(CL, 1, 1)
+        await node.until_capacity(CONFIGURATION_RESOURCE, 1, 1)
     return instance, nodes
 
 
-async def use_il(node: AgentNode, instance: str) -> tuple[str, AdmittedPod, str]:
+async def use_instance_level(node: AgentNode, instance: str) -> tuple[str, AdmittedPod, str]:
     """A pod using one instance-level slot: the resource, the pod and the slot."""
-    il = naming.resource_name(instance)
-    pod = await node.admit(Container("app", {il: 1}))
-    (slot,) = pod.ids("app", il)
-    return il, pod, slot
+    instance_resource = naming.resource_name(instance)
+    pod = await node.admit(Container("app", {instance_resource: 1}))
+    (slot,) = pod.ids("app", instance_resource)
+    return instance_resource, pod, slot
 
 
 async def use_both(node: AgentNode, instance: str) -> tuple[str, AdmittedPod, AdmittedPod]:
-    """One pod using an instance-level slot, then one using the other slot through the CL."""
-    il, first, _ = await use_il(node, instance)
-    await node.until_capacity(CL, 1, 1)  # the kubelet sees the slot left for CL
-    return il, first, await node.admit(Container("app", {CL: 1}))
+    """One pod using an instance-level slot, then one using the other slot through the
+    configuration-level resource."""
+    instance_resource, first, _ = await use_instance_level(node, instance)
+    await node.until_capacity(
+        CONFIGURATION_RESOURCE, 1, 1
+    )  # the kubelet sees the slot left for the configuration-level resource
+    return instance_resource, first, await node.admit(Container("app", {CONFIGURATION_RESOURCE: 1}))
 
 
 async def test_slots_of_a_removed_pod_are_freed_after_the_grace_period(
@@ -81,9 +84,9 @@ async def test_slots_of_a_removed_pod_are_freed_after_the_grace_period(
 ) -> None:
     clock = Clock()
     instance, (node,) = await setup(cluster, start_node, clock, "node-a")
-    il, first, second = await use_both(node, instance)
-    (slot,) = first.ids("app", il)
-    (device,) = second.ids("app", CL)
+    instance_resource, first, second = await use_both(node, instance)
+    (slot,) = first.ids("app", instance_resource)
+    (device,) = second.ids("app", CONFIGURATION_RESOURCE)
     rounds = reclaimer(node, clock)
     clock.now += 2 * GRACE_S  # past the grace of the Allocates themselves
     assert (await rounds.reclaim()).freed == []  # in use
@@ -100,9 +103,9 @@ async def test_slots_of_a_removed_pod_are_freed_after_the_grace_period(
 
     freed = (await rounds.reclaim()).freed
 
-    assert set(freed) == {Holding(il, slot), Holding(CL, device)}
+    assert set(freed) == {Holding(instance_resource, slot), Holding(CONFIGURATION_RESOURCE, device)}
     assert set((await cluster.usage(instance)).values()) == {""}
-    await node.until_capacity(il, 2, 2)
+    await node.until_capacity(instance_resource, 2, 2)
 
 
 async def test_slots_of_a_pod_that_ended_are_freed_at_once(
@@ -112,9 +115,9 @@ async def test_slots_of_a_pod_that_ended_are_freed_at_once(
     A pod gone from the API (or Succeeded, or Failed) runs no container: its slots go at once."""
     clock = Clock()
     instance, (node,) = await setup(cluster, start_node, clock, "node-a")
-    il, first, second = await use_both(node, instance)
-    (slot,) = first.ids("app", il)
-    (device,) = second.ids("app", CL)
+    instance_resource, first, second = await use_both(node, instance)
+    (slot,) = first.ids("app", instance_resource)
+    (device,) = second.ids("app", CONFIGURATION_RESOURCE)
     rounds = reclaimer(node, clock)
     clock.now += 1  # the Allocates came before the List that sees their containers
     assert (await rounds.reclaim()).freed == []  # in use
@@ -126,7 +129,11 @@ async def test_slots_of_a_pod_that_ended_are_freed_at_once(
     assert node.kubelet.remove_pod(second.spec.uid)
     done = await rounds.reclaim()
 
-    assert set(done.freed) == set(done.ended) == {Holding(il, slot), Holding(CL, device)}
+    assert (
+        set(done.freed)
+        == set(done.ended)
+        == {Holding(instance_resource, slot), Holding(CONFIGURATION_RESOURCE, device)}
+    )
     assert set((await cluster.usage(instance)).values()) == {""}
 
 
@@ -137,7 +144,7 @@ async def test_a_pod_still_in_the_api_keeps_its_slots_for_the_grace(
     a slot missing from PodResources whose pod still exists may well be in use."""
     clock = Clock()
     instance, (node,) = await setup(cluster, start_node, clock, "node-a")
-    _, pod, slot = await use_il(node, instance)
+    _, pod, slot = await use_instance_level(node, instance)
     rounds = reclaimer(node, clock)
     clock.now += 2 * GRACE_S  # past the grace of the Allocate itself
     assert (await rounds.reclaim()).freed == []
@@ -158,14 +165,16 @@ async def test_a_slot_granted_again_after_its_pod_ended_waits_for_the_grace(
     so freeing the slot because its last user ended would free it under the new one."""
     clock = Clock()
     instance, (node,) = await setup(cluster, start_node, clock, "node-a")
-    il, pod, slot = await use_il(node, instance)
+    instance_resource, pod, slot = await use_instance_level(node, instance)
     rounds = reclaimer(node, clock)
     clock.now += 1
     assert (await rounds.reclaim()).freed == []
     await node.end(pod)
     clock.now += 1
 
-    await allocate(node, il, [slot])  # straight to the plugin: PodResources never lists it
+    await allocate(
+        node, instance_resource, [slot]
+    )  # straight to the plugin: PodResources never lists it
 
     assert (await rounds.reclaim()).freed == []
     assert (await cluster.usage(instance))[slot] == "node-a"
@@ -181,8 +190,8 @@ async def test_the_loop_frees_the_slots_of_a_deleted_instance_when_its_pods_end(
     # while its pods end.
     node = await start_node("node-a", reclaim=True, grace=3600, interval=3600)
     instance = await cluster.create_instance(CONFIG, "foo0", ["node-a"])
-    await node.until_capacity(CL, 1, 1)
-    pod = await node.admit(Container("app", {CL: 1}))
+    await node.until_capacity(CONFIGURATION_RESOURCE, 1, 1)
+    pod = await node.admit(Container("app", {CONFIGURATION_RESOURCE: 1}))
     reclaimer = node.agent.reclaimer
     assert reclaimer is not None
 
@@ -205,10 +214,10 @@ async def test_slots_in_use_and_other_nodes_slots_are_never_freed(
 ) -> None:
     clock = Clock()
     instance, (a, b) = await setup(cluster, start_node, clock, "node-a", "node-b")
-    il = naming.resource_name(instance)
-    await a.admit(Container("app", {il: 1}))
-    await b.until_capacity(il, 2, 1)
-    other = await b.admit(Container("app", {il: 1}))
+    instance_resource = naming.resource_name(instance)
+    await a.admit(Container("app", {instance_resource: 1}))
+    await b.until_capacity(instance_resource, 2, 1)
+    other = await b.admit(Container("app", {instance_resource: 1}))
     assert b.kubelet.remove_pod(other.spec.uid)  # b's slot is unused, but only b may free it
     usage = await cluster.usage(instance)
     rounds = reclaimer(a, clock)
@@ -226,18 +235,20 @@ async def test_a_granted_slot_the_kubelet_has_not_reported_yet_is_kept_for_the_g
     """Also the safety net of an Allocate whose answer the kubelet never recorded."""
     clock = Clock()
     instance, (node,) = await setup(cluster, start_node, clock, "node-a")
-    il = naming.resource_name(instance)
+    instance_resource = naming.resource_name(instance)
     slot = naming.slot_id(instance, 1)
     rounds = reclaimer(node, clock)
     assert (await rounds.reclaim()).freed == []
 
-    await allocate(node, il, [slot])  # straight to the plugin: PodResources never lists it
+    await allocate(
+        node, instance_resource, [slot]
+    )  # straight to the plugin: PodResources never lists it
 
     clock.now += GRACE_S - 1
     assert (await rounds.reclaim()).freed == []
     assert (await cluster.usage(instance))[slot] == "node-a"
     clock.now += GRACE_S
-    assert (await rounds.reclaim()).freed == [Holding(il, slot)]
+    assert (await rounds.reclaim()).freed == [Holding(instance_resource, slot)]
 
 
 async def stale_slot(
@@ -245,13 +256,13 @@ async def stale_slot(
 ) -> tuple[str, AgentNode, Reclaimer, Holding]:
     """A node whose reclaimer frees an instance-level slot at its next round."""
     instance, (node,) = await setup(cluster, start_node, clock, "node-a")
-    il, pod, slot = await use_il(node, instance)
+    instance_resource, pod, slot = await use_instance_level(node, instance)
     rounds = reclaimer(node, clock, write_timeout)
     clock.now += 2 * GRACE_S  # past the grace of the Allocate itself
     assert node.kubelet.remove_pod(pod.spec.uid)
     assert (await rounds.reclaim()).freed == []  # first seen unused
     clock.now += GRACE_S
-    return instance, node, rounds, Holding(il, slot)
+    return instance, node, rounds, Holding(instance_resource, slot)
 
 
 async def test_a_slow_release_holds_up_only_allocates_of_its_slot_and_is_not_cut(
@@ -305,7 +316,7 @@ async def test_nothing_is_freed_while_pod_resources_does_not_answer(
 ) -> None:
     clock = Clock()
     instance, (node,) = await setup(cluster, start_node, clock, "node-a")
-    _, _, slot = await use_il(node, instance)
+    _, _, slot = await use_instance_level(node, instance)
     rounds = reclaimer(node, clock)
     clock.now += 2 * GRACE_S
     await node.kubelet.stop()
@@ -325,10 +336,10 @@ async def test_the_reclaimer_loop_frees_what_a_removed_pod_held(
     cluster.set_configuration(CONFIG)
     node = await start_node("node-a", reclaim=True, grace=0.1)
     instance = await cluster.create_instance(CONFIG, "foo0", ["node-a"])
-    il = naming.resource_name(instance)
-    await node.until_capacity(il, 2, 2)
-    await node.until_capacity(CL, 1, 1)
-    pod = await node.admit(Container("app", {CL: 1}))
+    instance_resource = naming.resource_name(instance)
+    await node.until_capacity(instance_resource, 2, 2)
+    await node.until_capacity(CONFIGURATION_RESOURCE, 1, 1)
+    pod = await node.admit(Container("app", {CONFIGURATION_RESOURCE: 1}))
 
     node.kubelet.remove_pod(pod.spec.uid)
 
@@ -350,7 +361,7 @@ async def test_slots_in_use_that_the_record_lost_are_recorded_again(
 ) -> None:
     clock = Clock()
     instance, (node,) = await setup(cluster, start_node, clock, "node-a")
-    il, first, second = await use_both(node, instance)
+    instance_resource, first, second = await use_both(node, instance)
     held = await cluster.usage(instance)
     rounds = reclaimer(node, clock)
     assert await rounds.reclaim() == Round()  # remembers the configuration-level binding
@@ -359,8 +370,8 @@ async def test_slots_in_use_that_the_record_lost_are_recorded_again(
 
     done = await rounds.reclaim()
     assert set(done.recorded) == {
-        Holding(il, *first.ids("app", il)),
-        Holding(CL, *second.ids("app", CL)),
+        Holding(instance_resource, *first.ids("app", instance_resource)),
+        Holding(CONFIGURATION_RESOURCE, *second.ids("app", CONFIGURATION_RESOURCE)),
     }
     assert await cluster.usage(instance) == held
     assert await rounds.reclaim() == Round()
@@ -372,9 +383,9 @@ async def test_a_lost_slot_is_recorded_again_at_once_not_at_the_next_interval(
     cluster.set_configuration(CONFIG)
     node = await start_node("node-a", reclaim=True, interval=3600.0)
     instance = await cluster.create_instance(CONFIG, "foo0", ["node-a"])
-    await node.until_capacity(CL, 1, 1)
-    pod = await node.admit(Container("app", {CL: 1}))
-    (device,) = pod.ids("app", CL)
+    await node.until_capacity(CONFIGURATION_RESOURCE, 1, 1)
+    pod = await node.admit(Container("app", {CONFIGURATION_RESOURCE: 1}))
+    (device,) = pod.ids("app", CONFIGURATION_RESOURCE)
 
     await cluster.change_instance(instance, device_usage={})
 
@@ -390,14 +401,16 @@ async def test_a_binding_nobody_remembers_is_reported_on_the_pod(
     """The record lost while the agent was down: the slot of a virtual device is not known."""
     clock = Clock()
     instance, (node,) = await setup(cluster, start_node, clock, "node-a")
-    pod = await node.admit(Container("app", {CL: 1}))
+    pod = await node.admit(Container("app", {CONFIGURATION_RESOURCE: 1}))
     await node.restart_agent()
     await cluster.change_instance(instance, device_usage={})
-    await node.until_capacity(CL, 1, 1)
+    await node.until_capacity(CONFIGURATION_RESOURCE, 1, 1)
 
     done = await reclaimer(node, clock).reclaim()
 
-    assert done.unknown == [Holding(CL, *pod.ids("app", CL))]
+    assert done.unknown == [
+        Holding(CONFIGURATION_RESOURCE, *pod.ids("app", CONFIGURATION_RESOURCE))
+    ]
     told = await events(cluster, pod.spec.name)
     assert [reason for reason, _ in told] == ["SlotNotRecorded"]
     assert "container app of pod default/node-a-pod-1" in told[0][1]
@@ -408,7 +421,7 @@ async def test_a_slot_in_use_held_by_another_node_is_reported_not_taken(
 ) -> None:
     clock = Clock()
     instance, (node,) = await setup(cluster, start_node, clock, "node-a")
-    il, pod, slot = await use_il(node, instance)
+    instance_resource, pod, slot = await use_instance_level(node, instance)
     await cluster.change_instance(instance, device_usage={slot: "node-z"})
     rounds = reclaimer(node, clock)
 
@@ -429,7 +442,7 @@ async def test_a_slot_in_use_held_by_another_node_is_reported_not_taken(
     assert message.startswith(f"container app of pod default/{pod.spec.name}: slot {slot} ")
 
     await cluster.change_instance(instance, device_usage={slot: ""})
-    assert (await rounds.reclaim()).recorded == [Holding(il, slot)]
+    assert (await rounds.reclaim()).recorded == [Holding(instance_resource, slot)]
     status = (await cluster.read(instance)).status
     assert status is not None
     condition = status.condition("SlotConflict")
@@ -442,7 +455,7 @@ async def test_an_instance_kept_only_for_a_used_slot_goes_with_the_slot(
 ) -> None:
     clock = Clock()
     instance, (node,) = await setup(cluster, start_node, clock, "node-a")
-    pod = await node.admit(Container("app", {CL: 1}))
+    pod = await node.admit(Container("app", {CONFIGURATION_RESOURCE: 1}))
     await cluster.change_instance(instance, nodes=[])  # its device went offline everywhere
     rounds = reclaimer(node, clock)
     clock.now += 2 * GRACE_S

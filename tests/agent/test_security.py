@@ -61,7 +61,9 @@ async def test_every_socket_the_agent_and_a_handler_serve_is_owner_only(
         def served() -> bool:
             found.update(sockets(root))
             plugins = [name for name in found if name.startswith("dp/akri.sh-")]
-            return len(plugins) == 3 and "debugEcho.sock" in found  # two IL, one CL
+            return (
+                len(plugins) == 3 and "debugEcho.sock" in found
+            )  # two instance-level, one configuration-level
 
         await eventually(served, "the plugin, registration and handler sockets")
     assert registration_socket(root).name in found

@@ -69,8 +69,8 @@ async def in_use(akri: Akri) -> set[tuple[str, str, str]]:
 
 
 async def recorded(akri: Akri, cfg: str) -> set[tuple[str, str, str]]:
-    """The same triples as Instances' deviceUsage records them: an IL slot as the slot id
-    itself, a CL slot as its virtual device."""
+    """The same triples as Instances' deviceUsage records them: an instance-level slot as the
+    slot id itself, a configuration-level slot as its virtual device."""
     found = set()
     for slot, holder in (await akri.kube.holders()).items():
         if holder.startswith("C:"):

@@ -131,13 +131,13 @@ async def test_every_instance_of_an_accepted_configuration_is_accepted(
 
 
 CONFIG = configuration("cam", capacity=3)
-IL_NAME = naming.instance_name("cam", "foo0")
+INSTANCE_NAME = naming.instance_name("cam", "foo0")
 usage_values = st.one_of(
     st.sampled_from(["", "node-a", "node-b", "C:cam-0:node-a", "C:cam-9:node-b", "C:x", "a:b"]),
     st.builds("C:{}:{}".format, texts, st.sampled_from(["node-a", "node-b", ""])),
     texts,
 )
-usage_keys = st.one_of(st.builds(naming.slot_id, st.just(IL_NAME), st.integers(-1, 5)), texts)
+usage_keys = st.one_of(st.builds(naming.slot_id, st.just(INSTANCE_NAME), st.integers(-1, 5)), texts)
 
 
 @dataclass
@@ -173,10 +173,10 @@ async def test_any_device_usage_is_served_as_the_pool_decides(
 ) -> None:
     await served.cluster.change_instance(served.instance, device_usage=usage)
     pool = view(await served.cluster.read(served.instance))
-    healthy = sum(slots.il_health(pool, "node-a").values())
-    cl = slots.cl_devices("cam", [pool], "node-a", unique=True)
+    healthy = sum(slots.instance_level_health(pool, "node-a").values())
+    devices = slots.configuration_level_devices("cam", [pool], "node-a", unique=True)
 
     await served.node.until_capacity(naming.resource_name(served.instance), 3, healthy)
-    await served.node.until_capacity("akri.sh/cam", len(cl), len(cl))
+    await served.node.until_capacity("akri.sh/cam", len(devices), len(devices))
     assert await served.reclaimer.reclaim() == Round()
     assert (await served.cluster.read(served.instance)).spec.device_usage == usage

@@ -215,10 +215,33 @@ def test_install_is_idempotent_and_a_no_op_when_too_late() -> None:
     """)
 
 
-@pytest.mark.parametrize(
-    "entry_point",
-    ["akri.agent.main", "akri.controller.main", "akri.sim.main", "akri.discovery_handlers.main"],
-)
+def test_kubernetes_asyncio_keeps_the_layout_the_hook_relies_on() -> None:
+    """Fails when a kubernetes-asyncio release changes what `akri.kube.lean` replays: each lazy
+    package still a plain package whose `__init__` is only imports and constants (else the
+    RuntimeWarning, an error here), every name it exports still in a module of its own, and
+    none of those modules loaded by installing and importing the client."""
+    run_python(f"""
+        import importlib, importlib.util, sys
+        from akri.kube import lean
+        assert lean.install()
+        import kubernetes_asyncio.client
+        targets = set()
+        for name in sorted(lean.LAZY_PACKAGES):
+            package = importlib.import_module(name)
+            loader = package.__spec__.loader
+            assert isinstance(loader, lean.LazyPackageLoader), name
+            plan = lean.plan_package(loader.eager.get_source(name), name)
+            assert plan is not None and plan.lazy, name
+            targets |= {{module for module, _ in plan.lazy.values()}}
+        assert len(targets) > 800, len(targets)  # ~840 modules in 36.1
+        missing = [m for m in sorted(targets) if importlib.util.find_spec(m) is None]
+        assert not missing, missing[:5]
+        assert {COUNT} < {LEAN_LIMIT}, {COUNT}
+        assert not any(m.startswith("kubernetes_asyncio.client.models.v1") for m in sys.modules)
+    """)
+
+
+@pytest.mark.parametrize("entry_point", ["akri.agent.main", "akri.controller.main"])
 def test_programs_are_lean(entry_point: str) -> None:
     run_python(f"""
         import sys
@@ -231,17 +254,37 @@ def test_programs_are_lean(entry_point: str) -> None:
             if module is not None:  # not loaded at all when nothing of it is used
                 assert isinstance(module.__spec__.loader, LazyPackageLoader), name
         assert {COUNT} < {LEAN_LIMIT}, {COUNT}
-        if {entry_point != "akri.sim.main"}:  # the simulator applies manifests with `dynamic`
-            unused = ("kubernetes_asyncio.dynamic", "kubernetes_validate", "jsonschema")
-            assert not [m for m in unused if m in sys.modules]
+        unused = ("kubernetes_asyncio.dynamic", "kubernetes_validate", "jsonschema")
+        assert not [m for m in unused if m in sys.modules]
     """)
 
 
-def test_cli_reaches_kubernetes_only_through_the_simulator() -> None:
+def test_importing_akri_packages_installs_nothing() -> None:
+    run_python("""
+        import sys
+        import akri.agent.agent, akri.controller.controller, akri.sim.cluster
+        import akri.discovery_handlers.main
+        from akri.kube.lean import LeanFinder
+        assert not any(isinstance(f, LeanFinder) for f in sys.meta_path)
+        assert "kubernetes_asyncio.client.models.v1_pod" in sys.modules  # eager, as imported
+    """)
+
+
+def test_the_discovery_handler_program_never_imports_kubernetes() -> None:
     run_python(f"""
         import sys
+        import akri.discovery_handlers.main
+        assert {COUNT} == 0, {COUNT}
+    """)
+
+
+def test_cli_installs_it_before_its_commands_reach_kubernetes() -> None:
+    run_python(f"""
+        import contextlib, io, sys
         import akri.cli
         assert {COUNT} == 0, {COUNT}
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert akri.cli.main(["instance-name", "cam", "foo0"]) == 0
         from akri.sim.main import run  # what `akri sim` imports
         assert 0 < {COUNT} < {LEAN_LIMIT}, {COUNT}
     """)

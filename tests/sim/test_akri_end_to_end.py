@@ -94,7 +94,8 @@ async def test_worked_example(cluster: Cluster, unique: bool) -> None:
 
 
 async def test_init_container_reoffer_and_replacement_pod_are_admitted(cluster: Cluster) -> None:
-    """Akri #843 (re-offered CL ids refused) and #849 (admission errors after re-creation)."""
+    """Akri #843 (re-offered configuration-level ids refused) and #849 (admission errors after
+    re-creation)."""
     user = User(cluster)
     await user.apply(configuration(unique=True))
     await advertised(user, "n", {f"akri.sh/{A}": "2", f"akri.sh/{B}": "2", f"akri.sh/{CFG}": "2"})

@@ -30,7 +30,7 @@ def test_local_device_digest_appends_node_without_separator() -> None:
 def test_resource_and_virtual_device_names() -> None:
     assert naming.resource_name("cfg-8120fe") == "akri.sh/cfg-8120fe"
     assert naming.slot_ids("cfg-8120fe", 3) == ["cfg-8120fe-0", "cfg-8120fe-1", "cfg-8120fe-2"]
-    assert naming.cl_device_id("cfg", 4) == "cfg-4"
+    assert naming.configuration_level_device_id("cfg", 4) == "cfg-4"
 
 
 @pytest.mark.parametrize(
@@ -53,9 +53,14 @@ def test_slot_index_accepts_only_canonical_ids(device: str, expected: int | None
 
 
 @given(st.integers(min_value=0, max_value=10_000))
-def test_slot_and_cl_ids_round_trip(index: int) -> None:
+def test_slot_and_configuration_level_ids_round_trip(index: int) -> None:
     assert naming.slot_index("cfg-abcdef", naming.slot_id("cfg-abcdef", index)) == index
-    assert naming.cl_device_index("cfg", naming.cl_device_id("cfg", index)) == index
+    assert (
+        naming.configuration_level_device_index(
+            "cfg", naming.configuration_level_device_id("cfg", index)
+        )
+        == index
+    )
 
 
 def test_property_env_name_is_suffixed_with_upper_case_digest() -> None:

@@ -15,18 +15,18 @@ from akri.slots import (
     Corrupt,
     Holder,
     Holding,
-    Instance,
     NodeHolder,
-    allocate_cl,
-    allocate_il,
-    cl_devices,
-    cl_share,
+    SlotPool,
+    allocate_configuration_level,
+    allocate_instance_level,
+    configuration_level_devices,
+    configuration_level_share,
     disposable,
     finalizers,
     format_usage,
     holdings,
-    il_health,
-    il_preferred,
+    instance_level_health,
+    instance_level_preferred,
     leave,
     parse_usage,
     release,
@@ -37,13 +37,13 @@ from akri.slots import (
 CFG = "cfg"
 
 
-def inst(name: str = "cfg-a", capacity: int = 2, *usage: str, nodes: str = "n m") -> Instance:
+def inst(name: str = "cfg-a", capacity: int = 2, *usage: str, nodes: str = "n m") -> SlotPool:
     """An Instance of `cfg` whose slot i has the value `usage[i]`."""
     values = {f"{name}-{i}": value for i, value in enumerate(usage)}
-    return Instance(name, CFG, capacity, tuple(nodes.split()), values)
+    return SlotPool(name, CFG, capacity, tuple(nodes.split()), values)
 
 
-def values(instance: Instance) -> list[str]:
+def values(instance: SlotPool) -> list[str]:
     """Slot values 0..capacity-1, absent keys read as free."""
     return [instance.usage.get(f"{instance.name}-{i}", "") for i in range(instance.capacity)]
 
@@ -100,7 +100,7 @@ def test_unwritable_holders_are_refused(make: object) -> None:
 
 
 def test_instance_view_skips_garbage_keys_and_counts_every_occupied_slot() -> None:
-    a = Instance(
+    a = SlotPool(
         "cfg-a",
         CFG,
         2,
@@ -113,7 +113,7 @@ def test_instance_view_skips_garbage_keys_and_counts_every_occupied_slot() -> No
 
 
 def test_usage_problems_name_garbage_keys_and_corrupt_values() -> None:
-    a = Instance("cfg-a", CFG, 2, ("n",), {"cfg-a-0": "C::n", "cfg-a-1": "n", "junk": "x"})
+    a = SlotPool("cfg-a", CFG, 2, ("n",), {"cfg-a-0": "C::n", "cfg-a-1": "n", "junk": "x"})
     assert usage_problems(a) == [
         "Instance cfg-a: slot cfg-a-0 is unavailable, corrupt ('C::n')",
         "Instance cfg-a: ignoring key 'junk', not one of its slots",
@@ -135,26 +135,29 @@ def test_usage_problems_name_garbage_keys_and_corrupt_values() -> None:
         ("C:x", False),
     ],
 )
-def test_il_health_per_slot(value: str, healthy: bool) -> None:
-    assert il_health(inst("cfg-a", 2, value), "n") == {"cfg-a-0": healthy, "cfg-a-1": True}
+def test_instance_level_health_per_slot(value: str, healthy: bool) -> None:
+    assert instance_level_health(inst("cfg-a", 2, value), "n") == {
+        "cfg-a-0": healthy,
+        "cfg-a-1": True,
+    }
 
 
-def test_il_health_lists_slots_below_capacity_only() -> None:
-    assert list(il_health(inst("cfg-a", 3, "", "", "", "n"), "n")) == [
+def test_instance_level_health_lists_slots_below_capacity_only() -> None:
+    assert list(instance_level_health(inst("cfg-a", 3, "", "", "", "n"), "n")) == [
         "cfg-a-0",
         "cfg-a-1",
         "cfg-a-2",
     ]
 
 
-def test_il_allocate_claims_free_slots_for_the_node() -> None:
-    a = allocate_il(inst("cfg-a", 3, "", "m"), "n", ["cfg-a-0", "cfg-a-2"])
+def test_instance_level_allocate_claims_free_slots_for_the_node() -> None:
+    a = allocate_instance_level(inst("cfg-a", 3, "", "m"), "n", ["cfg-a-0", "cfg-a-2"])
     assert values(a) == ["n", "m", "n"]
 
 
-def test_il_allocate_accepts_a_re_offer_without_a_write() -> None:
+def test_instance_level_allocate_accepts_a_re_offer_without_a_write() -> None:
     a = inst("cfg-a", 2, "n")
-    assert allocate_il(a, "n", ["cfg-a-0"]) is a
+    assert allocate_instance_level(a, "n", ["cfg-a-0"]) is a
 
 
 @pytest.mark.parametrize(
@@ -166,16 +169,18 @@ def test_il_allocate_accepts_a_re_offer_without_a_write() -> None:
         ("C:x", "slot cfg-a-0 is corrupt"),
     ],
 )
-def test_il_allocate_refuses_slots_held_otherwise(value: str, reason: str) -> None:
+def test_instance_level_allocate_refuses_slots_held_otherwise(value: str, reason: str) -> None:
     with pytest.raises(AllocationError, match=reason):
-        allocate_il(inst("cfg-a", 2, value), "n", ["cfg-a-1", "cfg-a-0"])
+        allocate_instance_level(inst("cfg-a", 2, value), "n", ["cfg-a-1", "cfg-a-0"])
 
 
-def test_il_preferred_starts_each_node_in_its_own_share_of_the_slots() -> None:
+def test_instance_level_preferred_starts_each_node_in_its_own_share_of_the_slots() -> None:
     pool = inst("cfg-a", 8, nodes="n m p q")
     every = [f"cfg-a-{i}" for i in range(8)]
 
-    firsts = {node: il_preferred(pool, node, every, [], 2) for node in ("n", "m", "p", "q")}
+    firsts = {
+        node: instance_level_preferred(pool, node, every, [], 2) for node in ("n", "m", "p", "q")
+    }
 
     assert firsts == {
         "n": ["cfg-a-0", "cfg-a-1"],
@@ -185,12 +190,16 @@ def test_il_preferred_starts_each_node_in_its_own_share_of_the_slots() -> None:
     }
 
 
-def test_il_preferred_wraps_around_and_offers_only_what_is_available() -> None:
+def test_instance_level_preferred_wraps_around_and_offers_only_what_is_available() -> None:
     pool = inst("cfg-a", 4, nodes="n m")
     available = ["cfg-a-0", "cfg-a-1", "cfg-a-3", "cfg-b-0"]
 
-    assert il_preferred(pool, "m", available, [], 3) == ["cfg-a-3", "cfg-a-0", "cfg-a-1"]
-    assert il_preferred(pool, "m", available, [], 9) == [
+    assert instance_level_preferred(pool, "m", available, [], 3) == [
+        "cfg-a-3",
+        "cfg-a-0",
+        "cfg-a-1",
+    ]
+    assert instance_level_preferred(pool, "m", available, [], 9) == [
         "cfg-a-3",
         "cfg-a-0",
         "cfg-a-1",
@@ -198,54 +207,60 @@ def test_il_preferred_wraps_around_and_offers_only_what_is_available() -> None:
     ]
 
 
-def test_il_preferred_puts_must_include_first_and_returns_the_size_asked() -> None:
+def test_instance_level_preferred_puts_must_include_first_and_returns_the_size_asked() -> None:
     pool = inst("cfg-a", 4, nodes="n m")
     available = ["cfg-a-0", "cfg-a-1", "cfg-a-2", "cfg-a-3"]
 
-    assert il_preferred(pool, "m", available, ["cfg-a-1"], 2) == ["cfg-a-1", "cfg-a-2"]
-    assert il_preferred(pool, "m", available, ["cfg-a-1", "cfg-a-0"], 1) == [
+    assert instance_level_preferred(pool, "m", available, ["cfg-a-1"], 2) == ["cfg-a-1", "cfg-a-2"]
+    assert instance_level_preferred(pool, "m", available, ["cfg-a-1", "cfg-a-0"], 1) == [
         "cfg-a-1",
         "cfg-a-0",
     ]
 
 
-def test_il_preferred_of_a_node_not_listed_is_its_own_and_stable() -> None:
+def test_instance_level_preferred_of_a_node_not_listed_is_its_own_and_stable() -> None:
     pool = inst("cfg-a", 16, nodes="n")
     every = [f"cfg-a-{i}" for i in range(16)]
 
-    first = il_preferred(pool, "elsewhere", every, [], 16)
+    first = instance_level_preferred(pool, "elsewhere", every, [], 16)
 
     assert sorted(first) == sorted(every)
-    assert first == il_preferred(pool, "elsewhere", list(reversed(every)), [], 16)
-    assert il_preferred(inst("cfg-a", 0), "n", every, [], 2) == []
+    assert first == instance_level_preferred(pool, "elsewhere", list(reversed(every)), [], 16)
+    assert instance_level_preferred(inst("cfg-a", 0), "n", every, [], 2) == []
 
 
 @pytest.mark.parametrize("slot", ["cfg-a-2", "cfg-a-01", "cfg-b-0", "cfg-a"])
-def test_il_allocate_refuses_ids_that_are_no_grantable_slot(slot: str) -> None:
+def test_instance_level_allocate_refuses_ids_that_are_no_grantable_slot(slot: str) -> None:
     with pytest.raises(AllocationError, match="is not a slot of Instance cfg-a"):
-        allocate_il(inst("cfg-a", 2), "n", [slot])
+        allocate_instance_level(inst("cfg-a", 2), "n", [slot])
 
 
-def test_il_after_capacity_drop_nothing_is_granted_until_holders_drop_below_it() -> None:
+def test_instance_level_after_capacity_drop_nothing_is_granted_until_holders_drop_below_it() -> (
+    None
+):
     a = inst("cfg-a", 1, "", "n", "m")  # capacity 3 -> 1 with slots 1 and 2 held
-    assert il_health(a, "n") == {"cfg-a-0": False}
+    assert instance_level_health(a, "n") == {"cfg-a-0": False}
     with pytest.raises(AllocationError, match="at capacity 1"):
-        allocate_il(a, "n", ["cfg-a-0"])
-    assert allocate_il(a, "n", ["cfg-a-1"]) is a  # still held: a re-offer passes
+        allocate_instance_level(a, "n", ["cfg-a-0"])
+    assert allocate_instance_level(a, "n", ["cfg-a-1"]) is a  # still held: a re-offer passes
     a = release(a, "m")
-    assert il_health(a, "n") == {"cfg-a-0": False}
+    assert instance_level_health(a, "n") == {"cfg-a-0": False}
     a = release(a, "n")
-    assert il_health(a, "n") == {"cfg-a-0": True}
-    assert values(allocate_il(a, "n", ["cfg-a-0"])) == ["n"]
+    assert instance_level_health(a, "n") == {"cfg-a-0": True}
+    assert values(allocate_instance_level(a, "n", ["cfg-a-0"])) == ["n"]
 
 
-def test_il_healthy_slots_are_the_ones_capacity_still_allows() -> None:
+def test_instance_level_healthy_slots_are_the_ones_capacity_still_allows() -> None:
     a = inst("cfg-a", 3, "", "", "", "", "m")  # capacity 5 -> 3 with slot 4 held
-    assert il_health(a, "n") == {"cfg-a-0": True, "cfg-a-1": True, "cfg-a-2": False}
-    assert values(allocate_il(a, "n", ["cfg-a-0", "cfg-a-1"])) == ["n", "n", ""]
-    assert values(allocate_il(a, "n", ["cfg-a-2"])) == ["", "", "n"]  # legal, so granted
+    assert instance_level_health(a, "n") == {"cfg-a-0": True, "cfg-a-1": True, "cfg-a-2": False}
+    assert values(allocate_instance_level(a, "n", ["cfg-a-0", "cfg-a-1"])) == ["n", "n", ""]
+    assert values(allocate_instance_level(a, "n", ["cfg-a-2"])) == [
+        "",
+        "",
+        "n",
+    ]  # legal, so granted
     with pytest.raises(AllocationError, match="3 slots requested, 2 can be granted"):
-        allocate_il(a, "n", ["cfg-a-0", "cfg-a-1", "cfg-a-2"])
+        allocate_instance_level(a, "n", ["cfg-a-0", "cfg-a-1", "cfg-a-2"])
 
 
 def test_slots_held_over_a_lowered_capacity_go_to_no_new_container() -> None:
@@ -254,13 +269,17 @@ def test_slots_held_over_a_lowered_capacity_go_to_no_new_container() -> None:
     containers use a device of capacity 1."""
     a = inst("cfg-a", 1, "n", "m")
     assert not a.reusable
-    assert il_health(a, "n") == {"cfg-a-0": False}
-    assert il_health(release(a, "m"), "n") == {"cfg-a-0": True}  # back to capacity: reusable
+    assert instance_level_health(a, "n") == {"cfg-a-0": False}
+    assert instance_level_health(release(a, "m"), "n") == {
+        "cfg-a-0": True
+    }  # back to capacity: reusable
     b = inst("cfg-a", 1, "C:cfg-0:n", "C:cfg-1:n")
-    assert cl_devices(CFG, [b], "n", unique=True) == []
+    assert configuration_level_devices(CFG, [b], "n", unique=True) == []
     one_left = release(b, "n", {Holding("akri.sh/cfg", "cfg-0")})
-    assert cl_devices(CFG, [one_left], "n", unique=True) == ["cfg-1"]
-    assert allocate_cl(CFG, [b], "n", [["cfg-1"]], unique=True).instances == {}  # re-offer
+    assert configuration_level_devices(CFG, [one_left], "n", unique=True) == ["cfg-1"]
+    assert (
+        allocate_configuration_level(CFG, [b], "n", [["cfg-1"]], unique=True).pools == {}
+    )  # re-offer
 
 
 @pytest.mark.parametrize(
@@ -271,12 +290,14 @@ def test_slots_held_over_a_lowered_capacity_go_to_no_new_container() -> None:
     ],
 )
 def test_a_new_id_never_takes_the_name_of_a_device_held_where_it_is_not_offered(
-    closed: Instance,
+    closed: SlotPool,
 ) -> None:
     """Allocate would take the new id for a re-offer of the held one and grant its slot."""
     pool = [closed, inst("cfg-b", 1)]
-    assert cl_devices(CFG, pool, "n", unique=True) == ["cfg-1"]
-    (binding,) = allocate_cl(CFG, pool, "n", [["cfg-1"]], unique=True).containers[0]
+    assert configuration_level_devices(CFG, pool, "n", unique=True) == ["cfg-1"]
+    (binding,) = allocate_configuration_level(CFG, pool, "n", [["cfg-1"]], unique=True).containers[
+        0
+    ]
     assert binding.instance == "cfg-b"
 
 
@@ -287,44 +308,55 @@ def bind(device: str, slot: str) -> Binding:
     return Binding(device, slot.rsplit("-", 1)[0], slot)
 
 
-def written(alloc_instances: dict[str, Instance], *pool: Instance) -> list[Instance]:
+def written(changed: dict[str, SlotPool], *pool: SlotPool) -> list[SlotPool]:
     """The pool after writing an allocation's Instances."""
-    return [alloc_instances.get(i.name, i) for i in pool]
+    return [changed.get(i.name, i) for i in pool]
 
 
 @pytest.mark.parametrize(("unique", "free_ids"), [(True, 2), (False, 4)])
 def test_worked_example(unique: bool, free_ids: int) -> None:
     pool = [inst("cfg-a"), inst("cfg-b")]
-    assert il_health(pool[0], "n") == {"cfg-a-0": True, "cfg-a-1": True}
-    assert il_health(pool[1], "n") == {"cfg-b-0": True, "cfg-b-1": True}
-    assert cl_devices(CFG, pool, "n", unique=unique) == [f"cfg-{i}" for i in range(free_ids)]
+    assert instance_level_health(pool[0], "n") == {"cfg-a-0": True, "cfg-a-1": True}
+    assert instance_level_health(pool[1], "n") == {"cfg-b-0": True, "cfg-b-1": True}
+    assert configuration_level_devices(CFG, pool, "n", unique=unique) == [
+        f"cfg-{i}" for i in range(free_ids)
+    ]
 
-    p1 = allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1"]], unique=unique)
+    p1 = allocate_configuration_level(CFG, pool, "n", [["cfg-0", "cfg-1"]], unique=unique)
     assert p1.containers == ((bind("cfg-0", "cfg-a-0"), bind("cfg-1", "cfg-b-0")),)
-    pool = written(p1.instances, *pool)
+    pool = written(p1.pools, *pool)
     assert [values(i) for i in pool] == [["C:cfg-0:n", ""], ["C:cfg-1:n", ""]]
-    assert cl_devices(CFG, pool, "n", unique=unique) == ["cfg-0", "cfg-1", "cfg-2", "cfg-3"]
+    assert configuration_level_devices(CFG, pool, "n", unique=unique) == [
+        "cfg-0",
+        "cfg-1",
+        "cfg-2",
+        "cfg-3",
+    ]
     for node in "nm":
-        assert il_health(pool[0], node) == {"cfg-a-0": False, "cfg-a-1": True}
-        assert il_health(pool[1], node) == {"cfg-b-0": False, "cfg-b-1": True}
+        assert instance_level_health(pool[0], node) == {"cfg-a-0": False, "cfg-a-1": True}
+        assert instance_level_health(pool[1], node) == {"cfg-b-0": False, "cfg-b-1": True}
 
-    pool[0] = allocate_il(pool[0], "m", ["cfg-a-1"])
+    pool[0] = allocate_instance_level(pool[0], "m", ["cfg-a-1"])
     assert values(pool[0]) == ["C:cfg-0:n", "m"]
-    assert cl_devices(CFG, pool, "n", unique=unique) == ["cfg-0", "cfg-1", "cfg-2"]
-    p3 = allocate_cl(CFG, pool, "n", [["cfg-2"]], unique=unique)
+    assert configuration_level_devices(CFG, pool, "n", unique=unique) == ["cfg-0", "cfg-1", "cfg-2"]
+    p3 = allocate_configuration_level(CFG, pool, "n", [["cfg-2"]], unique=unique)
     assert p3.containers == ((bind("cfg-2", "cfg-b-1"),),)
 
 
 def test_worked_example_three_distinct_devices_never_fit() -> None:
     pool = [inst("cfg-a"), inst("cfg-b")]
-    assert len(cl_devices(CFG, pool, "n", unique=True)) == 2  # the kubelet never admits 3
+    assert (
+        len(configuration_level_devices(CFG, pool, "n", unique=True)) == 2
+    )  # the kubelet never admits 3
     with pytest.raises(AllocationError, match="cannot allocate cfg-2: no other Instance"):
-        allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1", "cfg-2"]], unique=True)
-    three = allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1", "cfg-2"]], unique=False)
+        allocate_configuration_level(CFG, pool, "n", [["cfg-0", "cfg-1", "cfg-2"]], unique=True)
+    three = allocate_configuration_level(
+        CFG, pool, "n", [["cfg-0", "cfg-1", "cfg-2"]], unique=False
+    )
     assert [b.instance for b in three.containers[0]] == ["cfg-a", "cfg-b", "cfg-a"]
 
 
-def test_cl_share_changes_exactly_when_the_list_may() -> None:
+def test_configuration_level_share_changes_exactly_when_the_list_may() -> None:
     """A slot taken elsewhere while others stay free keeps a unique share (and its list); the
     last grantable slot, a binding of this node, or leaving `nodes` changes it."""
     free = inst("cfg-a", 3)
@@ -332,137 +364,158 @@ def test_cl_share_changes_exactly_when_the_list_may() -> None:
     last = inst("cfg-a", 3, "m", "m", "m")
     bound = inst("cfg-a", 3, "m", "C:cfg-4:n")
     unseen = inst("cfg-a", 3, "m", nodes="m")
-    assert cl_share(taken, "n", unique=True) == cl_share(free, "n", unique=True)
-    assert cl_share(taken, "n", unique=False) != cl_share(free, "n", unique=False)
+    assert configuration_level_share(taken, "n", unique=True) == configuration_level_share(
+        free, "n", unique=True
+    )
+    assert configuration_level_share(taken, "n", unique=False) != configuration_level_share(
+        free, "n", unique=False
+    )
     for changed in (last, bound, unseen):
-        assert cl_share(changed, "n", unique=True) != cl_share(taken, "n", unique=True)
+        assert configuration_level_share(changed, "n", unique=True) != configuration_level_share(
+            taken, "n", unique=True
+        )
     for instances in ([free, inst("cfg-b", 2)], [taken, inst("cfg-b", 2)]):
-        assert cl_devices(CFG, instances, "n", unique=True) == ["cfg-0", "cfg-1"]
+        assert configuration_level_devices(CFG, instances, "n", unique=True) == ["cfg-0", "cfg-1"]
 
 
-def test_cl_devices_new_ids_take_the_lowest_free_numbers() -> None:
+def test_configuration_level_devices_new_ids_take_the_lowest_free_numbers() -> None:
     pool = [inst("cfg-a", 2, "C:cfg-1:n", "C:cfg-10:n"), inst("cfg-b", 3, "C:cfg-0:m")]
-    assert cl_devices(CFG, pool, "n", unique=False) == ["cfg-0", "cfg-1", "cfg-2", "cfg-10"]
-    assert cl_devices(CFG, pool, "m", unique=False) == ["cfg-0", "cfg-1", "cfg-2"]
+    assert configuration_level_devices(CFG, pool, "n", unique=False) == [
+        "cfg-0",
+        "cfg-1",
+        "cfg-2",
+        "cfg-10",
+    ]
+    assert configuration_level_devices(CFG, pool, "m", unique=False) == ["cfg-0", "cfg-1", "cfg-2"]
 
 
-def test_cl_devices_are_deterministic_and_in_numeric_order() -> None:
+def test_configuration_level_devices_are_deterministic_and_in_numeric_order() -> None:
     held = [f"C:cfg-{n}:n" for n in (10, 9, 2)]
     pool = [inst("cfg-a", 3, *held), inst("cfg-b", 1), inst("cfg-c", 2, "m")]
     expected = ["cfg-0", "cfg-1", "cfg-2", "cfg-9", "cfg-10"]
-    assert cl_devices(CFG, pool, "n", unique=True) == expected
-    assert cl_devices(CFG, reversed(pool), "n", unique=True) == expected
+    assert configuration_level_devices(CFG, pool, "n", unique=True) == expected
+    assert configuration_level_devices(CFG, reversed(pool), "n", unique=True) == expected
 
 
-def test_cl_new_ids_come_only_from_visible_instances_of_the_configuration() -> None:
+def test_configuration_level_new_ids_come_only_from_visible_instances_of_the_configuration() -> (
+    None
+):
     pool = [
         inst("cfg-a", 2, "C:cfg-0:n", nodes="m"),  # n left, still holds cfg-0
-        Instance("other-a", "other", 2, ("n",)),
+        SlotPool("other-a", "other", 2, ("n",)),
         inst("cfg-b", 1, nodes="n"),
     ]
-    assert cl_devices(CFG, pool, "n", unique=False) == ["cfg-0", "cfg-1"]
-    one = allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1"]], unique=False)
+    assert configuration_level_devices(CFG, pool, "n", unique=False) == ["cfg-0", "cfg-1"]
+    one = allocate_configuration_level(CFG, pool, "n", [["cfg-0", "cfg-1"]], unique=False)
     assert one.containers == ((bind("cfg-0", "cfg-a-0"), bind("cfg-1", "cfg-b-0")),)
-    assert list(one.instances) == ["cfg-b"]
+    assert list(one.pools) == ["cfg-b"]
     with pytest.raises(
         AllocationError, match=r"cfg-2: no Instance of cfg seen by n has a free slot$"
     ):
-        allocate_cl(CFG, pool, "n", [["cfg-1", "cfg-2"]], unique=False)
+        allocate_configuration_level(CFG, pool, "n", [["cfg-1", "cfg-2"]], unique=False)
 
 
-def test_cl_re_offer_of_held_ids_is_accepted_without_a_write() -> None:
+def test_configuration_level_re_offer_of_held_ids_is_accepted_without_a_write() -> None:
     pool = [inst("cfg-a", 1, "C:cfg-0:n"), inst("cfg-b", 1, "C:cfg-1:n")]
     for unique in (True, False):
-        again = allocate_cl(CFG, pool, "n", [["cfg-1", "cfg-0"]], unique=unique)
-        assert again.instances == {}
+        again = allocate_configuration_level(CFG, pool, "n", [["cfg-1", "cfg-0"]], unique=unique)
+        assert again.pools == {}
         assert again.containers == ((bind("cfg-1", "cfg-b-0"), bind("cfg-0", "cfg-a-0")),)
 
 
-def test_cl_ids_of_other_nodes_are_new_ids_here() -> None:
+def test_configuration_level_ids_of_other_nodes_are_new_ids_here() -> None:
     pool = [inst("cfg-a", 2, "C:cfg-0:m")]
-    alloc = allocate_cl(CFG, pool, "n", [["cfg-0"]], unique=True)
-    assert values(alloc.instances["cfg-a"]) == ["C:cfg-0:m", "C:cfg-0:n"]
+    alloc = allocate_configuration_level(CFG, pool, "n", [["cfg-0"]], unique=True)
+    assert values(alloc.pools["cfg-a"]) == ["C:cfg-0:m", "C:cfg-0:n"]
 
 
-def test_cl_unique_spreads_over_the_instances_with_most_free_slots() -> None:
+def test_configuration_level_unique_spreads_over_the_instances_with_most_free_slots() -> None:
     pool = [inst("cfg-a", 2), inst("cfg-b", 3), inst("cfg-c", 3, "m"), inst("cfg-d", 3)]
-    alloc = allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1", "cfg-2"]], unique=True)
+    alloc = allocate_configuration_level(CFG, pool, "n", [["cfg-0", "cfg-1", "cfg-2"]], unique=True)
     assert [b.slot for b in alloc.containers[0]] == ["cfg-b-0", "cfg-d-0", "cfg-a-0"]
 
 
-def test_cl_non_unique_gives_one_container_several_slots_of_one_instance() -> None:
+def test_configuration_level_non_unique_gives_one_container_several_slots_of_one_instance() -> None:
     pool = [inst("cfg-a", 3), inst("cfg-b", 2, "m", "m")]
-    assert cl_devices(CFG, pool, "n", unique=False) == ["cfg-0", "cfg-1", "cfg-2"]
-    alloc = allocate_cl(CFG, pool, "n", [["cfg-2", "cfg-0", "cfg-1"]], unique=False)
+    assert configuration_level_devices(CFG, pool, "n", unique=False) == ["cfg-0", "cfg-1", "cfg-2"]
+    alloc = allocate_configuration_level(
+        CFG, pool, "n", [["cfg-2", "cfg-0", "cfg-1"]], unique=False
+    )
     assert [b.slot for b in alloc.containers[0]] == ["cfg-a-0", "cfg-a-1", "cfg-a-2"]
-    assert values(alloc.instances["cfg-a"]) == ["C:cfg-2:n", "C:cfg-0:n", "C:cfg-1:n"]
+    assert values(alloc.pools["cfg-a"]) == ["C:cfg-2:n", "C:cfg-0:n", "C:cfg-1:n"]
 
 
-def test_cl_unique_remaps_held_ids_that_share_an_instance() -> None:
+def test_configuration_level_unique_remaps_held_ids_that_share_an_instance() -> None:
     # Two pods each got one slot of A; a new pod is given both ids before reclaim frees them.
     pool = [inst("cfg-a", 2, "C:cfg-0:n", "C:cfg-1:n"), inst("cfg-b", 2)]
-    alloc = allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1"]], unique=True)
+    alloc = allocate_configuration_level(CFG, pool, "n", [["cfg-0", "cfg-1"]], unique=True)
     assert alloc.containers == ((bind("cfg-0", "cfg-a-0"), bind("cfg-1", "cfg-b-0")),)
-    assert [values(i) for i in alloc.instances.values()] == [
+    assert [values(i) for i in alloc.pools.values()] == [
         ["C:cfg-0:n", ""],
         ["C:cfg-1:n", ""],
     ]
-    kept = allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1"]], unique=False)
-    assert kept.instances == {}
+    kept = allocate_configuration_level(CFG, pool, "n", [["cfg-0", "cfg-1"]], unique=False)
+    assert kept.pools == {}
 
 
-def test_cl_unique_fails_only_when_remapping_is_impossible() -> None:
+def test_configuration_level_unique_fails_only_when_remapping_is_impossible() -> None:
     pool = [inst("cfg-a", 2, "C:cfg-0:n", "C:cfg-1:n"), inst("cfg-b", 1, "m")]
     message = "cannot allocate cfg-1: no other Instance of cfg seen by n has a free slot"
     with pytest.raises(
         AllocationError, match=rf"{message} \(unique devices: this container has 1\)"
     ):
-        allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1"]], unique=True)
+        allocate_configuration_level(CFG, pool, "n", [["cfg-0", "cfg-1"]], unique=True)
 
 
 @pytest.mark.parametrize("unique", [True, False])
-def test_cl_duplicate_bindings_from_a_partial_write_are_resolved(unique: bool) -> None:
+def test_configuration_level_duplicate_bindings_from_a_partial_write_are_resolved(
+    unique: bool,
+) -> None:
     pool = [inst("cfg-a", 2, "", "C:cfg-1:n"), inst("cfg-b", 2, "C:cfg-1:n")]
-    alloc = allocate_cl(CFG, pool, "n", [["cfg-1"]], unique=unique)
+    alloc = allocate_configuration_level(CFG, pool, "n", [["cfg-1"]], unique=unique)
     assert alloc.containers == ((bind("cfg-1", "cfg-a-1"),),)
-    assert values(alloc.instances["cfg-b"]) == ["", ""]
+    assert values(alloc.pools["cfg-b"]) == ["", ""]
 
 
-def test_cl_allocate_converges_after_a_partial_write() -> None:
+def test_configuration_level_allocate_converges_after_a_partial_write() -> None:
     pool = [inst("cfg-a"), inst("cfg-b"), inst("cfg-c")]
     request = [["cfg-0", "cfg-1", "cfg-2"]]
-    plan = allocate_cl(CFG, pool, "n", request, unique=True)
-    assert list(plan.instances) == ["cfg-a", "cfg-b", "cfg-c"]
-    partial = [plan.instances["cfg-b"] if i.name == "cfg-b" else i for i in pool]  # A, C got 409
-    again = allocate_cl(CFG, partial, "n", request, unique=True)
-    assert list(again.instances) == ["cfg-a", "cfg-c"]
+    plan = allocate_configuration_level(CFG, pool, "n", request, unique=True)
+    assert list(plan.pools) == ["cfg-a", "cfg-b", "cfg-c"]
+    partial = [plan.pools["cfg-b"] if i.name == "cfg-b" else i for i in pool]  # A, C got 409
+    again = allocate_configuration_level(CFG, partial, "n", request, unique=True)
+    assert list(again.pools) == ["cfg-a", "cfg-c"]
     assert again.containers == plan.containers
-    final = written(again.instances, *partial)
-    assert allocate_cl(CFG, final, "n", request, unique=True).instances == {}
+    final = written(again.pools, *partial)
+    assert allocate_configuration_level(CFG, final, "n", request, unique=True).pools == {}
 
 
-def test_cl_containers_of_one_request_see_each_others_slots() -> None:
+def test_configuration_level_containers_of_one_request_see_each_others_slots() -> None:
     pool = [inst("cfg-a"), inst("cfg-b", 1)]
-    alloc = allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1"], ["cfg-2"], ["cfg-0"]], unique=True)
+    alloc = allocate_configuration_level(
+        CFG, pool, "n", [["cfg-0", "cfg-1"], ["cfg-2"], ["cfg-0"]], unique=True
+    )
     assert alloc.containers == (
         (bind("cfg-0", "cfg-a-0"), bind("cfg-1", "cfg-b-0")),
         (bind("cfg-2", "cfg-a-1"),),
         (bind("cfg-0", "cfg-a-0"),),  # an init container's device re-offered
     )
     with pytest.raises(AllocationError):
-        allocate_cl(CFG, pool, "n", [["cfg-0", "cfg-1"], ["cfg-2", "cfg-3"]], unique=True)
+        allocate_configuration_level(
+            CFG, pool, "n", [["cfg-0", "cfg-1"], ["cfg-2", "cfg-3"]], unique=True
+        )
 
 
-def test_cl_allocate_skips_instances_at_capacity() -> None:
+def test_configuration_level_allocate_skips_instances_at_capacity() -> None:
     pool = [inst("cfg-a", 1, "", "m"), inst("cfg-b", 2, "C:x")]  # A lowered from 2 to 1
-    assert cl_devices(CFG, pool, "n", unique=False) == ["cfg-0"]
-    alloc = allocate_cl(CFG, pool, "n", [["cfg-0"]], unique=False)
+    assert configuration_level_devices(CFG, pool, "n", unique=False) == ["cfg-0"]
+    alloc = allocate_configuration_level(CFG, pool, "n", [["cfg-0"]], unique=False)
     assert alloc.containers == ((bind("cfg-0", "cfg-b-1"),),)
 
 
-def test_cl_allocate_refuses_ids_that_are_not_of_the_configuration() -> None:
+def test_configuration_level_allocate_refuses_ids_that_are_not_of_the_configuration() -> None:
     with pytest.raises(AllocationError, match="'other-0' is not a device of Configuration cfg"):
-        allocate_cl(CFG, [inst("cfg-a")], "n", [["other-0"]], unique=True)
+        allocate_configuration_level(CFG, [inst("cfg-a")], "n", [["other-0"]], unique=True)
 
 
 # --- releasing (§5.5, §7) --------------------------------------------------------------------
@@ -509,19 +562,19 @@ def test_leaving_keeps_the_slots_and_the_last_node_leaves_it_disposable_once_fre
     assert gone.nodes == ()
     assert not disposable(gone)
     assert disposable(release(release(gone, "m"), "n"))
-    assert disposable(Instance("cfg-b", CFG, 1, (), {"cfg-b-0": "C:x"}))  # nobody to wait for
+    assert disposable(SlotPool("cfg-b", CFG, 1, (), {"cfg-b-0": "C:x"}))  # nobody to wait for
 
 
 def test_a_terminating_instance_keeps_its_holders_and_grants_nothing() -> None:
     a = replace(inst("cfg-a", 3, "m"), terminating=True)
     assert a.grantable == ()
-    assert set(il_health(a, "m").values()) == {False}
+    assert set(instance_level_health(a, "m").values()) == {False}
     held = replace(inst("cfg-a", 1, "C:cfg-0:n"), terminating=True)
-    assert cl_devices(CFG, [held], "n", unique=False) == []
+    assert configuration_level_devices(CFG, [held], "n", unique=False) == []
     with pytest.raises(AllocationError):
-        allocate_il(a, "n", ["cfg-a-1"])
-    assert allocate_il(a, "m", ["cfg-a-0"]) is a  # the kubelet re-offering what m holds
-    assert allocate_cl(CFG, [held], "n", [["cfg-0"]], unique=True).instances == {}
+        allocate_instance_level(a, "n", ["cfg-a-1"])
+    assert allocate_instance_level(a, "m", ["cfg-a-0"]) is a  # the kubelet re-offering what m holds
+    assert allocate_configuration_level(CFG, [held], "n", [["cfg-0"]], unique=True).pools == {}
 
 
 @pytest.mark.parametrize(

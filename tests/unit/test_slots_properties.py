@@ -14,18 +14,18 @@ from akri.naming import slot_index
 from akri.slots import (
     FREE,
     AllocationError,
-    ClAllocation,
     ConfigurationHolder,
+    ConfigurationLevelAllocation,
     Corrupt,
     Holder,
-    Instance,
     NodeHolder,
-    allocate_cl,
-    allocate_il,
-    cl_devices,
+    SlotPool,
+    allocate_configuration_level,
+    allocate_instance_level,
+    configuration_level_devices,
     format_usage,
     holdings,
-    il_health,
+    instance_level_health,
     parse_usage,
     release,
     scrub_node,
@@ -38,7 +38,7 @@ NODES = ("n", "m", "k")
 node_names = st.sampled_from(NODES)
 
 
-def touched_only_by(actor: str, old: Instance, new: Instance) -> bool:
+def touched_only_by(actor: str, old: SlotPool, new: SlotPool) -> bool:
     """Whether every slot that changed went between free and held by `actor`."""
     mine = {FREE, NodeHolder(actor)}
     return all(
@@ -51,12 +51,12 @@ def touched_only_by(actor: str, old: Instance, new: Instance) -> bool:
     )
 
 
-class SlotPool(RuleBasedStateMachine):
+class ConfigurationSlots(RuleBasedStateMachine):
     """One Configuration's Instances under allocations, re-offers, releases, scrubs and resizes."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.pool: dict[str, Instance] = {}
+        self.pool: dict[str, SlotPool] = {}
         self.unique = True
 
     @initialize(
@@ -74,9 +74,9 @@ class SlotPool(RuleBasedStateMachine):
         for k, (capacity, nodes, corrupt) in enumerate(specs):
             name = f"cfg-{k:06x}"
             usage = {} if corrupt is None else {f"{name}-{corrupt}": "C:x"}
-            self.pool[name] = Instance(name, CFG, capacity, tuple(sorted(nodes)), usage)
+            self.pool[name] = SlotPool(name, CFG, capacity, tuple(sorted(nodes)), usage)
 
-    def commit(self, actor: str, changed: Iterable[Instance]) -> None:
+    def commit(self, actor: str, changed: Iterable[SlotPool]) -> None:
         """Apply a decision, checking it kept to capacity and touched only `actor`'s slots."""
         for new in changed:
             old = self.pool[new.name]
@@ -84,19 +84,21 @@ class SlotPool(RuleBasedStateMachine):
             assert touched_only_by(actor, old, new)
             self.pool[new.name] = new
 
-    def cl_held(self, node: str) -> set[str]:
+    def configuration_level_held(self, node: str) -> set[str]:
         return {h.device for h in holdings(self.pool.values(), node) if h.resource == RESOURCE}
 
-    def fresh_cl_ids(self, node: str) -> list[str]:
+    def fresh_configuration_level_ids(self, node: str) -> list[str]:
         """The advertised ids `node` does not hold yet."""
-        held = self.cl_held(node)
-        ads = cl_devices(CFG, self.pool.values(), node, unique=self.unique)
+        held = self.configuration_level_held(node)
+        ads = configuration_level_devices(CFG, self.pool.values(), node, unique=self.unique)
         return [d for d in ads if d not in held]
 
-    def allocate(self, node: str, containers: list[list[str]]) -> ClAllocation:
-        """A CL Allocate, checked for bindings and idempotence, then written."""
-        alloc = allocate_cl(CFG, self.pool.values(), node, containers, unique=self.unique)
-        after = {**self.pool, **alloc.instances}
+    def allocate(self, node: str, containers: list[list[str]]) -> ConfigurationLevelAllocation:
+        """A configuration-level Allocate, checked for bindings and idempotence, then written."""
+        alloc = allocate_configuration_level(
+            CFG, self.pool.values(), node, containers, unique=self.unique
+        )
+        after = {**self.pool, **alloc.pools}
         for devices, bindings in zip(containers, alloc.containers, strict=True):
             assert [b.device for b in bindings] == devices
             for b in bindings:
@@ -104,50 +106,54 @@ class SlotPool(RuleBasedStateMachine):
                 assert parse_usage(slot) == ConfigurationHolder(b.device, node)
             if self.unique:
                 assert len({b.instance for b in bindings}) == len(bindings)
-        again = allocate_cl(CFG, after.values(), node, containers, unique=self.unique)
-        assert again.instances == {}
+        again = allocate_configuration_level(
+            CFG, after.values(), node, containers, unique=self.unique
+        )
+        assert again.pools == {}
         assert again.containers == alloc.containers
-        self.commit(node, alloc.instances.values())
+        self.commit(node, alloc.pools.values())
         return alloc
 
     @rule(data=st.data(), node=node_names)
-    def allocate_healthy_il_slots(self, data: st.DataObject, node: str) -> None:
+    def allocate_healthy_instance_level_slots(self, data: st.DataObject, node: str) -> None:
         instance = data.draw(st.sampled_from(sorted(self.pool.values(), key=lambda i: i.name)))
-        healthy = [s for s, ok in il_health(instance, node).items() if ok]
+        healthy = [s for s, ok in instance_level_health(instance, node).items() if ok]
         slots = data.draw(
             st.lists(st.sampled_from(healthy), unique=True) if healthy else st.just([])
         )
-        new = allocate_il(instance, node, slots)
+        new = allocate_instance_level(instance, node, slots)
         for slot in slots:
             assert parse_usage(new.usage[slot]) == NodeHolder(node)
-        assert allocate_il(new, node, slots) is new  # the kubelet re-offers
+        assert allocate_instance_level(new, node, slots) is new  # the kubelet re-offers
         self.commit(node, [new])
 
     @rule(data=st.data(), node=node_names)
-    def allocate_any_il_slots(self, data: st.DataObject, node: str) -> None:
+    def allocate_any_instance_level_slots(self, data: st.DataObject, node: str) -> None:
         instance = data.draw(st.sampled_from(sorted(self.pool.values(), key=lambda i: i.name)))
         ids = st.builds("{}-{}".format, st.just(instance.name), st.integers(0, 4))
         try:
-            new = allocate_il(instance, node, data.draw(st.lists(ids, max_size=3)))
+            new = allocate_instance_level(instance, node, data.draw(st.lists(ids, max_size=3)))
         except AllocationError:
             return
         self.commit(node, [new])
 
     @rule(data=st.data(), node=node_names, split=st.booleans())
-    def allocate_advertised_cl_ids(self, data: st.DataObject, node: str, split: bool) -> None:
-        fresh = self.fresh_cl_ids(node)
+    def allocate_advertised_configuration_level_ids(
+        self, data: st.DataObject, node: str, split: bool
+    ) -> None:
+        fresh = self.fresh_configuration_level_ids(node)
         picked = data.draw(st.lists(st.sampled_from(fresh), unique=True)) if fresh else []
         cut = len(picked) // 2 if split else len(picked)
         self.allocate(node, [c for c in (picked[:cut], picked[cut:]) if c])
 
     @rule(data=st.data(), node=node_names)
-    def re_offer_cl_ids(self, data: st.DataObject, node: str) -> None:
+    def re_offer_configuration_level_ids(self, data: st.DataObject, node: str) -> None:
         """The kubelet hands held ids (an init container's, a finished pod's) to a container."""
-        ads = cl_devices(CFG, self.pool.values(), node, unique=self.unique)
+        ads = configuration_level_devices(CFG, self.pool.values(), node, unique=self.unique)
         if not ads:
             return
         devices = data.draw(st.lists(st.sampled_from(ads), unique=True, min_size=1))
-        held = self.cl_held(node)
+        held = self.configuration_level_held(node)
         try:
             self.allocate(node, [devices])
         except AllocationError:
@@ -157,12 +163,14 @@ class SlotPool(RuleBasedStateMachine):
 
     @rule(data=st.data(), node=node_names)
     def converge_after_partial_write(self, data: st.DataObject, node: str) -> None:
-        devices = self.fresh_cl_ids(node)
+        devices = self.fresh_configuration_level_ids(node)
         if not devices:
             return
-        plan = allocate_cl(CFG, self.pool.values(), node, [devices], unique=self.unique)
-        landed = data.draw(st.lists(st.sampled_from(sorted(plan.instances)), unique=True))
-        self.commit(node, [plan.instances[name] for name in landed])
+        plan = allocate_configuration_level(
+            CFG, self.pool.values(), node, [devices], unique=self.unique
+        )
+        landed = data.draw(st.lists(st.sampled_from(sorted(plan.pools)), unique=True))
+        self.commit(node, [plan.pools[name] for name in landed])
         self.allocate(node, [devices])
 
     @rule(data=st.data(), node=node_names, everything=st.booleans())
@@ -187,10 +195,10 @@ class SlotPool(RuleBasedStateMachine):
         name = data.draw(st.sampled_from(sorted(self.pool)))
         old = self.pool[name]
         nodes = old.nodes if node in old.nodes else (*old.nodes, node)
-        self.pool[name] = Instance(name, CFG, capacity, nodes, old.usage)
+        self.pool[name] = SlotPool(name, CFG, capacity, nodes, old.usage)
 
     @invariant()
-    def every_node_holds_each_cl_id_once(self) -> None:
+    def every_node_holds_each_configuration_level_id_once(self) -> None:
         for node in NODES:
             bound = Counter(
                 h.vdev
@@ -204,16 +212,20 @@ class SlotPool(RuleBasedStateMachine):
     def everything_advertised_is_allocatable(self) -> None:
         for node in NODES:
             for instance in self.pool.values():
-                healthy = [s for s, ok in il_health(instance, node).items() if ok]
-                allocate_il(instance, node, healthy)
-            for device in cl_devices(CFG, self.pool.values(), node, unique=self.unique):
-                allocate_cl(CFG, self.pool.values(), node, [[device]], unique=self.unique)
-            fresh = self.fresh_cl_ids(node)
-            allocate_cl(CFG, self.pool.values(), node, [fresh], unique=self.unique)
+                healthy = [s for s, ok in instance_level_health(instance, node).items() if ok]
+                allocate_instance_level(instance, node, healthy)
+            for device in configuration_level_devices(
+                CFG, self.pool.values(), node, unique=self.unique
+            ):
+                allocate_configuration_level(
+                    CFG, self.pool.values(), node, [[device]], unique=self.unique
+                )
+            fresh = self.fresh_configuration_level_ids(node)
+            allocate_configuration_level(CFG, self.pool.values(), node, [fresh], unique=self.unique)
 
 
-TestSlotPool = SlotPool.TestCase
-TestSlotPool.settings = settings(max_examples=120, stateful_step_count=25, deadline=None)
+TestConfigurationSlots = ConfigurationSlots.TestCase
+TestConfigurationSlots.settings = settings(max_examples=120, stateful_step_count=25, deadline=None)
 
 
 # --- corrupt deviceUsage never raises ------------------------------------------------------------
@@ -238,22 +250,22 @@ def test_every_value_parses_and_formats_back(value: str) -> None:
 def test_corrupt_usage_never_raises(
     usage: dict[str, str], capacity: int, node: str, unique: bool
 ) -> None:
-    a = Instance("cfg-a", CFG, capacity, NODES, usage)
-    b = Instance("cfg-b", CFG, 2, NODES, {k.replace("cfg-a", "cfg-b"): v for k, v in usage.items()})
+    a = SlotPool("cfg-a", CFG, capacity, NODES, usage)
+    b = SlotPool("cfg-b", CFG, 2, NODES, {k.replace("cfg-a", "cfg-b"): v for k, v in usage.items()})
     pool = [a, b]
     problems = "\n".join(usage_problems(a))
     for key, value in usage.items():
         if slot_index("cfg-a", key) is None or isinstance(parse_usage(value), Corrupt):
             assert repr(key) in problems or key in problems
-    healthy = [s for s, ok in il_health(a, node).items() if ok]
+    healthy = [s for s, ok in instance_level_health(a, node).items() if ok]
     assert all(usage.get(s, "") in ("", node) for s in healthy)
-    assert allocate_il(a, node, healthy).held <= max(a.held, a.capacity)
-    for device in cl_devices(CFG, pool, node, unique=unique):
-        allocate_cl(CFG, pool, node, [[device]], unique=unique)
+    assert allocate_instance_level(a, node, healthy).held <= max(a.held, a.capacity)
+    for device in configuration_level_devices(CFG, pool, node, unique=unique):
+        allocate_configuration_level(CFG, pool, node, [[device]], unique=unique)
     with contextlib.suppress(AllocationError):
-        allocate_il(a, node, usage)
+        allocate_instance_level(a, node, usage)
     with contextlib.suppress(AllocationError):
-        allocate_cl(CFG, pool, node, [list(usage)], unique=unique)
+        allocate_configuration_level(CFG, pool, node, [list(usage)], unique=unique)
     for instance in pool:
         released = release(instance, node)
         assert holdings([released], node) == set()
@@ -270,12 +282,12 @@ def test_corrupt_usage_never_raises(
 def test_slots_of_a_changed_copy_are_those_of_its_usage(
     usage: dict[str, str], changes: dict[int, Holder]
 ) -> None:
-    before = Instance("cfg-a", CFG, 3, NODES, usage)
+    before = SlotPool("cfg-a", CFG, 3, NODES, usage)
     assert before.held >= 0  # parsed and counted, so the copy derives both from it
 
     after = before.with_slots(changes)
 
-    parsed = Instance("cfg-a", CFG, 3, NODES, dict(after.usage))
+    parsed = SlotPool("cfg-a", CFG, 3, NODES, dict(after.usage))
     assert after.slots == parsed.slots
     assert after.held == parsed.held
     assert after.in_use == parsed.in_use
@@ -295,13 +307,13 @@ def test_an_instance_level_allocate_grants_what_is_healthy_all_at_once(
     usage: dict[str, str], capacity: int, terminating: bool, node: str, wanted: list[str]
 ) -> None:
     """Exactly the slots it holds, and free slots within `grantable`'s count, are granted."""
-    a = Instance("cfg-a", CFG, capacity, NODES, usage, terminating)
+    a = SlotPool("cfg-a", CFG, capacity, NODES, usage, terminating)
     mine = {f"cfg-a-{i}" for i, h in a.slots.items() if h == NodeHolder(node)}
     new = {slot for slot in wanted if slot not in mine}
     free = {f"cfg-a-{i}" for i in range(capacity) if a.slots.get(i, FREE) == FREE}
     fits = new <= free and len(new) <= len(a.grantable)
     try:
-        granted = allocate_il(a, node, wanted)
+        granted = allocate_instance_level(a, node, wanted)
     except AllocationError:
         assert not fits
     else:
@@ -315,7 +327,7 @@ def test_an_instance_level_allocate_grants_what_is_healthy_all_at_once(
 def test_held_by_lists_every_holding_of_the_node_in_slot_order(
     usage: dict[str, str], node: str
 ) -> None:
-    a = Instance("cfg-a", CFG, 3, NODES, usage)
+    a = SlotPool("cfg-a", CFG, 3, NODES, usage)
 
     held = a.held_by(node)
 

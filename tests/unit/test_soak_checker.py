@@ -32,15 +32,19 @@ def instance(
     return InstanceView(name, CFG, capacity, frozenset(nodes), dict(usage or {}))
 
 
-def il(node: str, pod: str, slot: int, name: str = A) -> Use:
+def instance_level_use(node: str, pod: str, slot: int, name: str = A) -> Use:
     return Use(
         node, f"default/{pod}", "app", naming.resource_name(name), naming.slot_id(name, slot)
     )
 
 
-def cl(node: str, pod: str, vdev: int) -> Use:
+def configuration_level_use(node: str, pod: str, vdev: int) -> Use:
     return Use(
-        node, f"default/{pod}", "app", naming.resource_name(CFG), naming.cl_device_id(CFG, vdev)
+        node,
+        f"default/{pod}",
+        "app",
+        naming.resource_name(CFG),
+        naming.configuration_level_device_id(CFG, vdev),
     )
 
 
@@ -69,7 +73,7 @@ def test_a_consistent_cluster_is_converged_and_clean() -> None:
     checker = Checker(BOUNDS)
     held = instance(usage={f"{A}-0": "node-a", f"{A}-1": f"C:{CFG}-0:node-b"})
     state = [held, instance(B)]
-    uses = [il("node-a", "p", 0), cl("node-b", "q", 0)]
+    uses = [instance_level_use("node-a", "p", 0), configuration_level_use("node-b", "q", 0)]
     assert rules(checker, snapshot(0, state, uses), snapshot(100, state, uses)) == []
     assert checker.converged
     assert checker.checks == 2
@@ -80,7 +84,14 @@ def test_the_known_over_commit_is_two_holders_at_once() -> None:
     checker = Checker(BOUNDS)
     scrubbed = instance(capacity=1, usage={f"{A}-0": "node-b"})
     found = checker.check(
-        snapshot(0, [scrubbed], [il("node-a", "holder", 0), il("node-b", "intruder", 0)])
+        snapshot(
+            0,
+            [scrubbed],
+            [
+                instance_level_use("node-a", "holder", 0),
+                instance_level_use("node-b", "intruder", 0),
+            ],
+        )
     )
     assert [v.rule for v in found] == ["two-holders"]  # unrecorded only past its bound
     assert "default/holder on node-a, default/intruder on node-b" in found[0].message
@@ -91,7 +102,12 @@ def test_one_slot_through_both_resources_is_two_holders() -> None:
     checker = Checker(BOUNDS)
     state = [instance(usage={f"{A}-0": f"C:{CFG}-3:node-b"})]
     assert "two-holders" in rules(
-        checker, snapshot(0, state, [il("node-a", "p", 0), cl("node-b", "q", 3)])
+        checker,
+        snapshot(
+            0,
+            state,
+            [instance_level_use("node-a", "p", 0), configuration_level_use("node-b", "q", 3)],
+        ),
     )
 
 
@@ -101,7 +117,11 @@ def test_an_init_container_and_its_app_container_share_a_slot_as_one_pod() -> No
     assert (
         rules(
             checker,
-            snapshot(0, [instance(usage={f"{A}-0": "node-a"})], [init, il("node-a", "p", 0)]),
+            snapshot(
+                0,
+                [instance(usage={f"{A}-0": "node-a"})],
+                [init, instance_level_use("node-a", "p", 0)],
+            ),
         )
         == []
     )
@@ -110,7 +130,11 @@ def test_an_init_container_and_its_app_container_share_a_slot_as_one_pod() -> No
 def test_more_slots_in_use_than_capacity() -> None:
     checker = Checker(BOUNDS)
     state = [instance(capacity=1, usage={f"{A}-0": "node-a", f"{A}-1": "node-b"})]
-    [violation] = checker.check(snapshot(0, state, [il("node-a", "p", 0), il("node-b", "q", 1)]))
+    [violation] = checker.check(
+        snapshot(
+            0, state, [instance_level_use("node-a", "p", 0), instance_level_use("node-b", "q", 1)]
+        )
+    )
     assert violation.rule == "over-capacity"
     assert violation.message == (  # who uses what: the first thing to know about it
         f"{A} has 2 slots in use ({A}-0 by default/p on node-a, {A}-1 by default/q on node-b), "
@@ -123,20 +147,23 @@ def test_capacity_lowered_under_running_pods_is_not_a_violation_but_a_new_pod_be
 ):
     checker = Checker(BOUNDS)
     usage = {f"{A}-0": "node-a", f"{A}-1": "node-b"}
-    two = [il("node-a", "p", 0), il("node-b", "q", 1)]
+    two = [instance_level_use("node-a", "p", 0), instance_level_use("node-b", "q", 1)]
     assert rules(checker, snapshot(0, [instance(capacity=2, usage=usage)], two)) == []
     assert rules(checker, snapshot(10, [instance(capacity=1, usage=usage)], two)) == []
     one = two[:1]
     assert rules(checker, snapshot(20, [instance(capacity=1, usage=usage)], one)) == []
     assert rules(
-        checker, snapshot(21, [instance(capacity=1, usage=usage)], [*one, il("node-b", "r", 1)])
+        checker,
+        snapshot(
+            21, [instance(capacity=1, usage=usage)], [*one, instance_level_use("node-b", "r", 1)]
+        ),
     ) == ["over-capacity"]
 
 
 def test_an_unrecorded_device_is_a_violation_only_past_its_bound() -> None:
     checker = Checker(BOUNDS)
     lost = [instance()]
-    uses = [il("node-a", "p", 0)]
+    uses = [instance_level_use("node-a", "p", 0)]
     assert rules(checker, snapshot(0, lost, uses), snapshot(5, lost, uses)) == []
     assert not checker.converged
     assert rules(checker, snapshot(5.1, lost, uses)) == ["unrecorded"]
@@ -149,8 +176,8 @@ def test_a_virtual_device_without_a_binding_is_unrecorded() -> None:
     assert (
         rules(
             checker,
-            snapshot(0, bound_elsewhere, [cl("node-a", "p", 0)]),
-            snapshot(6, bound_elsewhere, [cl("node-a", "p", 0)]),
+            snapshot(0, bound_elsewhere, [configuration_level_use("node-a", "p", 0)]),
+            snapshot(6, bound_elsewhere, [configuration_level_use("node-a", "p", 0)]),
         )
         == [
             "stale",  # node-b's binding: no container there
@@ -161,7 +188,7 @@ def test_a_virtual_device_without_a_binding_is_unrecorded() -> None:
 
 def test_the_bound_restarts_after_the_node_was_unhealthy() -> None:
     checker = Checker(BOUNDS)
-    lost, uses = [instance()], [il("node-a", "p", 0)]
+    lost, uses = [instance()], [instance_level_use("node-a", "p", 0)]
     assert (
         rules(
             checker,
@@ -185,7 +212,11 @@ def test_a_slot_nobody_uses_must_be_freed_within_the_reclaim_bound() -> None:
 def test_a_deleted_or_finished_pod_uses_nothing() -> None:
     checker = Checker(BOUNDS)
     state = [instance(capacity=1, usage={f"{A}-0": "node-b"})]
-    uses = [il("node-a", "gone", 0), il("node-a", "done", 0), il("node-b", "q", 0)]
+    uses = [
+        instance_level_use("node-a", "gone", 0),
+        instance_level_use("node-a", "done", 0),
+        instance_level_use("node-b", "q", 0),
+    ]
     phases = {"default/done": "Succeeded", "default/q": "Running"}
     found = Snapshot(0, {A: state[0]}, phases, uses, {("node-a", A), ("node-b", A)}, NODES)
     assert rules(checker, found, replace(found, at=100)) == []
@@ -196,7 +227,7 @@ def test_a_slot_kept_for_a_deleted_pod_says_the_kubelet_still_lists_it() -> None
     that still lists a container of a pod the API no longer has."""
     checker = Checker(BOUNDS)
     state = [instance(usage={f"{A}-0": "node-a"})]
-    uses = [il("node-a", "gone", 0)]
+    uses = [instance_level_use("node-a", "gone", 0)]
     found = Snapshot(0, {A: state[0]}, {}, uses, {("node-a", A), ("node-b", A)}, NODES)
     (violation,) = [*checker.check(found), *checker.check(replace(found, at=10.5))]
     assert violation.rule == "stale"
@@ -236,9 +267,13 @@ def test_a_problem_that_ends_and_comes_back_is_reported_again() -> None:
     bad = snapshot(
         0,
         [instance(capacity=1, usage={f"{A}-0": "node-a"})],
-        [il("node-a", "p", 0), il("node-b", "q", 0)],
+        [instance_level_use("node-a", "p", 0), instance_level_use("node-b", "q", 0)],
     )
-    good = snapshot(1, [instance(capacity=1, usage={f"{A}-0": "node-a"})], [il("node-a", "p", 0)])
+    good = snapshot(
+        1,
+        [instance(capacity=1, usage={f"{A}-0": "node-a"})],
+        [instance_level_use("node-a", "p", 0)],
+    )
     again = replace(bad, at=30)
     assert rules(checker, bad, good, again).count("two-holders") == 2
 

@@ -6,6 +6,10 @@ unusable (the reason on stderr).
 
 from __future__ import annotations
 
+from akri.kube import lean
+
+lean.install()  # before the imports below load kubernetes-asyncio: see akri.kube.lean
+
 import asyncio
 import gc
 import logging

@@ -6,6 +6,10 @@ leadership is lost (the Deployment restarts the replica as a fresh candidate), 2
 
 from __future__ import annotations
 
+from akri.kube import lean
+
+lean.install()  # before the imports below load kubernetes-asyncio: see akri.kube.lean
+
 import asyncio
 import logging
 import secrets

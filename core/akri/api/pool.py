@@ -6,36 +6,52 @@ engine's answer back into the Instance to write, so every writer derives both th
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 
 from akri import slots
-from akri.api.instance import Instance
+from akri.api.instance import Instance, InstanceSpec
+from akri.api.wire import ObjectMeta
 
-_views: dict[int, tuple[weakref.ref[Instance], slots.Instance]] = {}
+_VIEW = "_akri_slot_pool"
+"""Where an Instance keeps its view: a key of its `__dict__` that is no field, so pydantic's
+validation, serialization, `repr` and `==` ignore it (as they do a `cached_property`)."""
 
 
-def view(instance: Instance) -> slots.Instance:
-    """What the engine needs of `instance`, made once per Instance object.
+@dataclass(frozen=True)
+class _View:
+    """A view and the parts of the Instance it was made from."""
+
+    spec: InstanceSpec
+    metadata: ObjectMeta
+    pool: slots.SlotPool
+
+    def made_from(self, instance: Instance) -> bool:
+        return self.spec is instance.spec and self.metadata is instance.metadata
+
+
+def view(instance: Instance) -> slots.SlotPool:
+    """What the engine needs of `instance`, made once and kept on the Instance object.
 
     ListAndWatch and Allocate ask for the views of the same cached Instances again and again;
-    reusing one keeps the engine's cached properties (slots, grantable) between calls. Sound
-    because Instances are never changed in place: every change is a `model_copy`.
+    reusing one keeps the engine's cached properties (slots, grantable) between calls. Instances
+    are never changed in place: every change is a `model_copy` with a new `spec` or `metadata`.
+    A copy carries the kept view along (pydantic copies `__dict__`), so a view is used only
+    while both are the very objects it was made from.
     """
-    key = id(instance)
-    known = _views.get(key)
-    if known is not None and known[0]() is instance:
-        return known[1]
-    spec = instance.spec
-    made = slots.Instance(
-        name=instance.metadata.name or "",
+    kept = instance.__dict__.get(_VIEW)
+    if isinstance(kept, _View) and kept.made_from(instance):
+        return kept.pool
+    spec, metadata = instance.spec, instance.metadata
+    made = slots.SlotPool(
+        name=metadata.name or "",
         configuration=spec.configuration_name,
         capacity=spec.capacity,
         nodes=tuple(spec.nodes),
         usage=dict(spec.device_usage),
-        terminating=instance.metadata.deletion_timestamp is not None,
+        terminating=metadata.deletion_timestamp is not None,
     )
-    _views[key] = (weakref.ref(instance, lambda _: _views.pop(key, None)), made)
+    instance.__dict__[_VIEW] = _View(spec, metadata, made)
     return made
 
 

@@ -36,7 +36,9 @@ class ConfigurationPlugin(PluginServicer):
 
     def devices(self) -> dict[str, bool]:
         pool = [view(i) for i in self._instances().values()]
-        ids = slots.cl_devices(self.spec.name, pool, self.env.node, unique=self.spec.unique)
+        ids = slots.configuration_level_devices(
+            self.spec.name, pool, self.env.node, unique=self.spec.unique
+        )
         return dict.fromkeys(ids, True)
 
     def wakes(self) -> Callable[[Key], bool]:
@@ -45,7 +47,7 @@ class ConfigurationPlugin(PluginServicer):
         Configuration again."""
         node, unique = self.env.node, self.spec.unique
         return self.env.cache.reads_changed(
-            lambda instance: slots.cl_share(view(instance), node, unique=unique),
+            lambda instance: slots.configuration_level_share(view(instance), node, unique=unique),
             (self.spec.namespace, self.spec.name),
         )
 
@@ -59,9 +61,9 @@ class ConfigurationPlugin(PluginServicer):
         def reads() -> list[Key]:
             return [(namespace, name) for name in self._instances()]
 
-        def decide(state: State) -> tuple[dict[Key, slots.Instance], Grant]:
+        def decide(state: State) -> tuple[dict[Key, slots.SlotPool], Grant]:
             pool = [i for (ns, _), i in state.items() if ns == namespace]
-            decision = slots.allocate_cl(
+            decision = slots.allocate_configuration_level(
                 configuration, pool, node, containers, unique=self.spec.unique
             )
             grant = Grant(
@@ -73,7 +75,7 @@ class ConfigurationPlugin(PluginServicer):
                     if (index := slot_index(b.instance, b.slot)) is not None
                 },
             )
-            changed = {(namespace, name): i for name, i in decision.instances.items()}
+            changed = {(namespace, name): i for name, i in decision.pools.items()}
             return changed, grant
 
         holdings = frozenset(

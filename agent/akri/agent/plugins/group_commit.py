@@ -37,7 +37,7 @@ from akri.slot_sync import SlotRef
 
 log = logging.getLogger(__name__)
 
-State = Mapping[Key, slots.Instance]
+State = Mapping[Key, slots.SlotPool]
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class Grant:
     bindings: dict[slots.Holding, SlotRef]
 
 
-Decide = Callable[[State], tuple[dict[Key, slots.Instance], Grant]]
+Decide = Callable[[State], tuple[dict[Key, slots.SlotPool], Grant]]
 """Pure: the Instances a request changes, decided on `state`, and its grant; raises
 AllocationError when it cannot be met."""
 
@@ -67,7 +67,7 @@ class Request:
 class Decided:
     """A batch decided: the state to write, and each request's grant or refusal."""
 
-    state: dict[Key, slots.Instance]
+    state: dict[Key, slots.SlotPool]
     outcomes: list[Grant | slots.AllocationError]
 
 
@@ -114,7 +114,7 @@ class _Waiting:
 
 
 def _apply_if_unchanged(
-    decided_on: slots.Instance, decided: slots.Instance, fresh: Instance
+    decided_on: slots.SlotPool, decided: slots.SlotPool, fresh: Instance
 ) -> Instance | None:
     """Write `decided` only over the exact state it was decided on; else write nothing."""
     if view(fresh) != decided_on:
@@ -255,7 +255,7 @@ class GroupCommit:
         return True
 
     async def _write_one(
-        self, key: Key, decided_on: slots.Instance, decided: slots.Instance
+        self, key: Key, decided_on: slots.SlotPool, decided: slots.SlotPool
     ) -> bool:
         write = functools.partial(_apply_if_unchanged, decided_on, decided)
         stored = await self._cache.update(*key, write)

@@ -33,17 +33,19 @@ class InstancePlugin(PluginServicer):
 
     def devices(self) -> dict[str, bool]:
         instance = self.env.cache.get(self.spec.namespace, self.spec.name)
-        return {} if instance is None else slots.il_health(view(instance), self.env.node)
+        if instance is None:
+            return {}
+        return slots.instance_level_health(view(instance), self.env.node)
 
     async def GetPreferredAllocation(
         self, request: PreferredAllocationRequest, context: Context
     ) -> PreferredAllocationResponse:
         instance = self.env.cache.get(self.spec.namespace, self.spec.name)
-        pool = view(instance) if instance is not None else slots.Instance(self.spec.name, "", 0)
+        pool = view(instance) if instance is not None else slots.SlotPool(self.spec.name, "", 0)
         return PreferredAllocationResponse(
             container_responses=[
                 ContainerPreferredAllocationResponse(
-                    deviceIDs=slots.il_preferred(
+                    deviceIDs=slots.instance_level_preferred(
                         pool,
                         self.env.node,
                         wanted.available_deviceIDs,
@@ -72,11 +74,11 @@ class InstancePlugin(PluginServicer):
             },
         )
 
-        def decide(state: State) -> tuple[dict[Key, slots.Instance], Grant]:
+        def decide(state: State) -> tuple[dict[Key, slots.SlotPool], Grant]:
             fresh = state.get(key)
             if fresh is None:
                 raise slots.AllocationError(f"Instance {namespace}/{name} is gone")
-            return {key: slots.allocate_il(fresh, node, requested)}, grant
+            return {key: slots.allocate_instance_level(fresh, node, requested)}, grant
 
         holdings = frozenset(slots.Holding(self.spec.resource, s) for s in requested)
         await self.env.commits.submit(Request(lambda: (key,), decide, holdings))

@@ -291,7 +291,7 @@ class Reclaimer:
     async def _write(
         self,
         instance: Instance,
-        views: Mapping[str, slots.Instance],
+        views: Mapping[str, slots.SlotPool],
         uses: Mapping[slots.Holding, Collection[User]],
         remembered: Mapping[slots.Holding, SlotRef],
         stale: Collection[slots.Holding],

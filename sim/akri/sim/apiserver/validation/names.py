@@ -1,5 +1,5 @@
 """Formats of names, keys and labels (k8s.io/apimachinery/pkg/util/validation/validation.go:
-IsDNS1123Label, IsDNS1123Subdomain, IsDNS1035Label, IsQualifiedName, IsValidLabelValue,
+IsDNS1123Label, IsDNS1123Subdomain, IsQualifiedName, IsValidLabelValue,
 IsCIdentifier, IsConfigMapKey): each returns the messages a real server gives, [] when valid."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ import re
 
 _LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _SUBDOMAIN = rf"{_LABEL}(\.{_LABEL})*"
-_DNS1035 = "[a-z]([-a-z0-9]*[a-z0-9])?"
 _QUALIFIED = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _LABEL_VALUE = rf"({_QUALIFIED})?"
 _C_IDENTIFIER = "[A-Za-z_][A-Za-z0-9_]*"
@@ -37,13 +36,6 @@ DNS1123_SUBDOMAIN_FORMAT = _format(
     "or '.', and must start and end with an alphanumeric character",
     _SUBDOMAIN,
     "example.com",
-)
-DNS1035_LABEL_FORMAT = _format(
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-    "alphabetic character, and end with an alphanumeric character",
-    _DNS1035,
-    "my-name",
-    "abc-123",
 )
 _QUALIFIED_FORMAT = _format(
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
@@ -94,11 +86,6 @@ def dns1123_label(value: str) -> list[str]:
 def dns1123_subdomain(value: str) -> list[str]:
     messages = [_too_long(DNS1123_SUBDOMAIN_MAX)] if len(value) > DNS1123_SUBDOMAIN_MAX else []
     return messages + ([] if _full(_SUBDOMAIN, value) else [DNS1123_SUBDOMAIN_FORMAT])
-
-
-def dns1035_label(value: str) -> list[str]:
-    messages = [_too_long(DNS1123_LABEL_MAX)] if len(value) > DNS1123_LABEL_MAX else []
-    return messages + ([] if _full(_DNS1035, value) else [DNS1035_LABEL_FORMAT])
 
 
 def qualified_name(value: str) -> list[str]:
