@@ -17,3 +17,11 @@ def is_local(address: Address) -> bool:
         or address.is_unspecified
         or address.is_multicast
     )
+
+
+def unzoned(host: str) -> Address | None:
+    """`host` as an IP address, any `%zone` of an IPv6 one left off; None when it is a name."""
+    try:
+        return ipaddress.ip_address(host.partition("%")[0])
+    except ValueError:
+        return None

@@ -23,7 +23,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from akri.discovery.details import MIN_POLL_INTERVAL_S, parse_details
 from akri.discovery.model import Device
-from akri.discovery_handlers.addresses import Address, is_local
+from akri.discovery_handlers.addresses import Address, is_local, unzoned
 from akri.discovery_handlers.filters import FilterList, admits, same_text
 from akri.discovery_handlers.onvif.wsdiscovery import Endpoint
 from akri.naming import env_suffix
@@ -96,23 +96,16 @@ def _local(address: Address, details: Details) -> bool:
     return is_local(address)
 
 
-def _unzoned(host: str) -> Address | None:
-    try:
-        return ipaddress.ip_address(host.partition("%")[0])
-    except ValueError:
-        return None
-
-
 def call_refused(service_url: str, sender: str | None, details: Details) -> str | None:
     """Why nothing may be sent to `service_url`, which a datagram from `sender` named; None
     when the camera may be asked. Decided before any call, credentials or not."""
     host = host_address(service_url)
-    address = None if host is None else _unzoned(host)
+    address = None if host is None else unzoned(host)
     if host is None or address is None:
         return "its host is not an IP address"
     if _local(address, details) and not details.allow_local_addresses:
         return f"{address} is a loopback or link-local address (allowLocalAddresses is off)"
-    if address != _unzoned(sender or "") and not _listed(details.ip_addresses, host):
+    if address != unzoned(sender or "") and not _listed(details.ip_addresses, host):
         return (
             f"it was announced by {sender or 'no known sender'}, not by {host} itself "
             "(list it in an Include ipAddresses filter to allow that)"
@@ -128,7 +121,7 @@ def _host(url: str) -> str | None:
         host = unquote(urlsplit(url).hostname or "")
     except ValueError:
         return None
-    address = _unzoned(host)
+    address = unzoned(host)
     return str(address) if address is not None else host.lower() or None
 
 

@@ -13,7 +13,6 @@ answering leaves at the next round.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import socket
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
@@ -21,7 +20,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from akri.discovery.model import Device, HandlerUnavailable
-from akri.discovery_handlers.addresses import Address
+from akri.discovery_handlers.addresses import Address, unzoned
 from akri.discovery_handlers.opcua.servers import (
     NAME,
     Answer,
@@ -105,10 +104,11 @@ class Finder:
             addresses = await self._addresses(hosts)
             pending = []
             for answered, application, url in offered:
-                answerer = addresses.get(_host_port(answered)[0], frozenset())
-                if not addresses.get(host_of(url) or ""):
-                    url = with_host(url, _host_port(answered)[0])
-                named = addresses.get(host_of(url) or "", answerer)
+                answering_host = _host_port(answered)[0]
+                answerer = addresses.get(answering_host, frozenset())
+                named = addresses.get(host_of(url) or "")
+                if not named:  # a name only its network knows, or 0.0.0.0: the answering host
+                    url, named = with_host(url, answering_host), answerer
                 if refused := follow_refused(url, named, answerer, details):
                     found.problems.append(f"{answered} answered {refused}")
                     continue
@@ -157,7 +157,8 @@ class Finder:
                 found = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
             except OSError:
                 return frozenset()
-            return frozenset(ipaddress.ip_address(str(a[4][0]).partition("%")[0]) for a in found)
+            resolved = (unzoned(str(address[4][0])) for address in found)
+            return frozenset(address for address in resolved if address is not None)
 
         tasks = {
             host: asyncio.create_task(resolve(host)) for host in hosts if not is_unspecified(host)
